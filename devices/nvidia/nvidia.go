@@ -1,0 +1,317 @@
+// Package nvidia is the NVIDIA vendor: HAMi's vGPU sharing of NVIDIA cards
+// (hami-core), read from and written to HAMi's annotations.
+package nvidia
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// Annotation keys of the NVIDIA vendor.
+const (
+	RegisterAnnotation   = "hami.io/node-nvidia-register"
+	ToAllocateAnnotation = "hami.io/vgpu-devices-to-allocate"
+	AllocatedAnnotation  = "hami.io/vgpu-devices-allocated"
+
+	UseModelAnnotation   = "nvidia.com/use-gputype"
+	AvoidModelAnnotation = "nvidia.com/nouse-gputype"
+	UseUUIDAnnotation    = "nvidia.com/use-gpuuuid"
+	AvoidUUIDAnnotation  = "nvidia.com/nouse-gpuuuid"
+	NUMABindAnnotation   = "nvidia.com/numa-bind"
+	ModeAnnotation       = "nvidia.com/vgpu-mode"
+)
+
+// VendorWord is written as the type of every NVIDIA grant.
+const VendorWord = "NVIDIA"
+
+// TaskPriorityEnv carries nvidia.com/priority to HAMi-core.
+const TaskPriorityEnv = "CUDA_TASK_PRIORITY"
+
+// Default resource names.
+const (
+	DefaultCountName            = "nvidia.com/gpu"
+	DefaultMemoryName           = "nvidia.com/gpumem"
+	DefaultMemoryPercentageName = "nvidia.com/gpumem-percentage"
+	DefaultCoresName            = "nvidia.com/gpucores"
+	DefaultPriorityName         = "nvidia.com/priority"
+)
+
+// Vendor implements devices.Vendor for NVIDIA cards.
+type Vendor struct {
+	names         devices.ResourceNames
+	defaultMemory int32
+	defaultCores  int32
+	defaultCount  int32
+}
+
+var _ devices.Vendor = &Vendor{}
+
+// New returns the NVIDIA vendor with cfg's settings over the defaults.
+func New(cfg devices.Config) (*Vendor, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	v := &Vendor{
+		names: devices.ResourceNames{
+			Count:            orDefault(cfg.ResourceCountName, DefaultCountName),
+			Memory:           orDefault(cfg.ResourceMemoryName, DefaultMemoryName),
+			MemoryPercentage: orDefault(cfg.ResourceMemoryPercentageName, DefaultMemoryPercentageName),
+			Cores:            orDefault(cfg.ResourceCoresName, DefaultCoresName),
+			Priority:         orDefault(cfg.ResourcePriorityName, DefaultPriorityName),
+		},
+		defaultMemory: cfg.DefaultMemoryMiB,
+		defaultCores:  cfg.DefaultCores,
+		defaultCount:  cfg.DefaultCount,
+	}
+	if v.defaultCount == 0 {
+		v.defaultCount = 1
+	}
+	return v, nil
+}
+
+func orDefault(name, def string) corev1.ResourceName {
+	if name == "" {
+		return corev1.ResourceName(def)
+	}
+	return corev1.ResourceName(name)
+}
+
+// Name implements devices.Vendor.
+func (v *Vendor) Name() string { return VendorWord }
+
+// Resources implements devices.Vendor.
+func (v *Vendor) Resources() devices.ResourceNames { return v.names }
+
+// AssignmentAnnotations implements devices.Vendor.
+func (v *Vendor) AssignmentAnnotations() (string, string) {
+	return ToAllocateAnnotation, AllocatedAnnotation
+}
+
+// Fit implements devices.Vendor with HAMi's rules for hami-core cards.
+func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRequest) (devices.Assignment, *devices.Rejection) {
+	return devices.FitPod(VendorWord, cards, used, req)
+}
+
+// Inventory implements devices.Vendor.
+func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
+	raw, ok := node.Annotations[RegisterAnnotation]
+	if !ok {
+		return nil, nil
+	}
+	cards, err := devices.DecodeInventory(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", RegisterAnnotation, err)
+	}
+	if q, ok := node.Status.Allocatable[v.names.Count]; !ok || q.Sign() <= 0 {
+		return nil, fmt.Errorf("allocatable %s is 0: the device plugin is not serving", v.names.Count)
+	}
+	devices.ApplyCordon(cards, node.Annotations[devices.DeviceCordon])
+	return cards, nil
+}
+
+// InventoryChanged implements devices.Vendor.
+func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
+	if old.Annotations[RegisterAnnotation] != updated.Annotations[RegisterAnnotation] ||
+		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon] {
+		return true
+	}
+	oq, oldOK := old.Status.Allocatable[v.names.Count]
+	nq, newOK := updated.Status.Allocatable[v.names.Count]
+	return oldOK != newOK || oq.Cmp(nq) != 0
+}
+
+// ParsePod implements devices.Vendor.
+func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
+	var req devices.PodRequest
+	containers := devices.Containers(pod)
+	asked := false
+	for _, c := range containers {
+		r, err := v.parseContainer(c)
+		if err != nil {
+			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
+		}
+		if !r.IsZero() {
+			asked = true
+		}
+		req.Containers = append(req.Containers, r)
+	}
+	if !asked {
+		return devices.PodRequest{}, nil
+	}
+	prefs, err := parsePreferences(pod.Annotations)
+	if err != nil {
+		return devices.PodRequest{}, err
+	}
+	req.Preferences = prefs
+	return req, nil
+}
+
+// parseContainer reads one container's request, limits before requests.
+func (v *Vendor) parseContainer(c *corev1.Container) (devices.Request, error) {
+	count, ok, err := quantity(c, v.names.Count)
+	if err != nil || !ok || count == 0 {
+		return devices.Request{}, err
+	}
+	r := devices.Request{Count: count, Cores: v.defaultCores}
+	mem, memOK, err := quantity(c, v.names.Memory)
+	if err != nil {
+		return devices.Request{}, err
+	}
+	if memOK {
+		r.MemoryMiB = mem
+	}
+	pct, pctOK, err := quantity(c, v.names.MemoryPercentage)
+	if err != nil {
+		return devices.Request{}, err
+	}
+	if pctOK && pct > 0 {
+		r.MemoryPercent = min(pct, 100)
+	}
+	if r.MemoryMiB == 0 && r.MemoryPercent == 0 {
+		if v.defaultMemory > 0 {
+			r.MemoryMiB = v.defaultMemory
+		} else {
+			r.MemoryPercent = 100
+		}
+	}
+	cores, coresOK, err := quantity(c, v.names.Cores)
+	if err != nil {
+		return devices.Request{}, err
+	}
+	if coresOK {
+		r.Cores = cores
+	}
+	return r, nil
+}
+
+// quantity reads a whole, non-negative resource quantity from limits, then
+// requests.
+func quantity(c *corev1.Container, name corev1.ResourceName) (int32, bool, error) {
+	q, ok := c.Resources.Limits[name]
+	if !ok {
+		q, ok = c.Resources.Requests[name]
+	}
+	if !ok {
+		return 0, false, nil
+	}
+	v, exact := q.AsInt64()
+	if !exact || v < 0 || v > 1<<31-1 {
+		return 0, false, fmt.Errorf("%s %s is not a whole number between 0 and 2147483647", name, q.String())
+	}
+	return int32(v), true, nil
+}
+
+func parsePreferences(annotations map[string]string) (devices.Preferences, error) {
+	p := devices.Preferences{
+		UseModels:   upperList(annotations[UseModelAnnotation]),
+		AvoidModels: upperList(annotations[AvoidModelAnnotation]),
+		UseUUIDs:    trimmedList(annotations[UseUUIDAnnotation]),
+		AvoidUUIDs:  trimmedList(annotations[AvoidUUIDAnnotation]),
+		Mode:        strings.TrimSpace(annotations[ModeAnnotation]),
+	}
+	if s, ok := annotations[NUMABindAnnotation]; ok {
+		bind, err := strconv.ParseBool(s)
+		if err != nil {
+			return devices.Preferences{}, fmt.Errorf("annotation %s=%q is not true or false", NUMABindAnnotation, s)
+		}
+		p.NUMABind = bind
+	}
+	switch policy := devices.CardPolicy(annotations[devices.CardPolicyAnnotation]); policy {
+	case "":
+	case devices.CardSpread, devices.CardBinpack:
+		p.Policy = policy
+	default:
+		return devices.Preferences{}, fmt.Errorf("annotation %s=%q: want %s or %s", devices.CardPolicyAnnotation, policy, devices.CardBinpack, devices.CardSpread)
+	}
+	return p, nil
+}
+
+func trimmedList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+func upperList(s string) []string {
+	out := trimmedList(s)
+	for i := range out {
+		out[i] = strings.ToUpper(out[i])
+	}
+	return out
+}
+
+// Default implements devices.Vendor with HAMi's admission rules: the
+// priority env, the card count added when only memory or cores are asked,
+// and exclusive cores for a container that asks a whole card's memory.
+func (v *Vendor) Default(c *corev1.Container) (bool, error) {
+	if pct, ok, err := quantity(c, v.names.MemoryPercentage); err != nil {
+		return false, err
+	} else if ok && pct > 100 {
+		return false, fmt.Errorf("%s %d is above 100", v.names.MemoryPercentage, pct)
+	}
+	for _, name := range []corev1.ResourceName{v.names.Count, v.names.Memory, v.names.Cores} {
+		if _, _, err := quantity(c, name); err != nil {
+			return false, err
+		}
+	}
+	if q, ok := c.Resources.Limits[v.names.Priority]; ok {
+		c.Env = append(c.Env, corev1.EnvVar{Name: TaskPriorityEnv, Value: strconv.FormatInt(q.Value(), 10)})
+	}
+	asks := v.addDefaultCount(c)
+	if v.defaultExclusiveCores(c) {
+		asks = true
+	}
+	return asks, nil
+}
+
+func (v *Vendor) addDefaultCount(c *corev1.Container) bool {
+	if _, ok := c.Resources.Limits[v.names.Count]; ok {
+		return true
+	}
+	for _, name := range []corev1.ResourceName{v.names.Cores, v.names.Memory, v.names.MemoryPercentage} {
+		if _, ok := c.Resources.Limits[name]; ok {
+			c.Resources.Limits[v.names.Count] = *resource.NewQuantity(int64(v.defaultCount), resource.DecimalSI)
+			return true
+		}
+	}
+	return false
+}
+
+func present(c *corev1.Container, name corev1.ResourceName) bool {
+	_, inLimits := c.Resources.Limits[name]
+	_, inRequests := c.Resources.Requests[name]
+	return inLimits || inRequests
+}
+
+// defaultExclusiveCores gives 100 cores to a container that asks for cards
+// but no cores, when it asks for the whole card's memory (100 percent, or
+// no memory at all).
+func (v *Vendor) defaultExclusiveCores(c *corev1.Container) bool {
+	if !present(c, v.names.Count) || present(c, v.names.Cores) {
+		return false
+	}
+	exclusive := false
+	if pct, ok, _ := quantity(c, v.names.MemoryPercentage); ok {
+		exclusive = pct == 100
+	} else {
+		exclusive = !present(c, v.names.Memory)
+	}
+	if !exclusive {
+		return false
+	}
+	if c.Resources.Limits == nil {
+		c.Resources.Limits = corev1.ResourceList{}
+	}
+	c.Resources.Limits[v.names.Cores] = *resource.NewQuantity(100, resource.DecimalSI)
+	return true
+}

@@ -1,0 +1,142 @@
+package devices
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Vendor is one kind of device HAMi shares. Implementations are pure and
+// safe for concurrent use.
+type Vendor interface {
+	// Name is the vendor word written in assignments, e.g. "NVIDIA".
+	Name() string
+	// Resources names the extended resources the vendor manages.
+	Resources() ResourceNames
+	// ParsePod reads what each container of the pod asks of this vendor,
+	// init containers first, and the pod's card preferences.
+	ParsePod(pod *corev1.Pod) (PodRequest, error)
+	// Inventory decodes the node's cards. It returns (nil, nil) when the
+	// node has none of this vendor's cards, and an error that says why when
+	// the node claims cards but they cannot be used.
+	Inventory(node *corev1.Node) ([]Card, error)
+	// InventoryChanged reports whether an update of the node may change
+	// what Inventory returns.
+	InventoryChanged(old, updated *corev1.Node) bool
+	// Fit places the pod's containers on the node's cards; used is
+	// index-aligned with cards and is not modified.
+	Fit(cards []Card, used []Usage, req *PodRequest) (Assignment, *Rejection)
+	// AssignmentAnnotations are the pod annotation keys of the assignment:
+	// the one the device plugin consumes and the one kept for accounting.
+	AssignmentAnnotations() (toAllocate, allocated string)
+	// Default applies admission defaults to one container and reports
+	// whether the container asks for this vendor's devices.
+	Default(ctr *corev1.Container) (bool, error)
+}
+
+// ResourceNames are the extended resources of one vendor.
+type ResourceNames struct {
+	Count            corev1.ResourceName
+	Memory           corev1.ResourceName
+	MemoryPercentage corev1.ResourceName
+	Cores            corev1.ResourceName
+	Priority         corev1.ResourceName
+}
+
+// All lists the names that are set.
+func (r ResourceNames) All() []corev1.ResourceName {
+	var names []corev1.ResourceName
+	for _, n := range []corev1.ResourceName{r.Count, r.Memory, r.MemoryPercentage, r.Cores, r.Priority} {
+		if n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// Config is the part of a vendor's behaviour an operator may set. Empty
+// fields take the vendor's defaults.
+type Config struct {
+	// Name selects the vendor, e.g. "nvidia".
+	Name string `json:"name"`
+	// ResourceCountName etc. rename the extended resources.
+	ResourceCountName            string `json:"resourceCountName,omitempty"`
+	ResourceMemoryName           string `json:"resourceMemoryName,omitempty"`
+	ResourceMemoryPercentageName string `json:"resourceMemoryPercentageName,omitempty"`
+	ResourceCoresName            string `json:"resourceCoresName,omitempty"`
+	ResourcePriorityName         string `json:"resourcePriorityName,omitempty"`
+	// DefaultMemoryMiB is the memory per card of a container that names
+	// none; 0 means the whole card.
+	DefaultMemoryMiB int32 `json:"defaultMemoryMiB,omitempty"`
+	// DefaultCores is the core share of a container that names none.
+	DefaultCores int32 `json:"defaultCores,omitempty"`
+	// DefaultCount is the card count the webhook adds to a container that
+	// asks only for memory or cores; 0 means 1.
+	DefaultCount int32 `json:"defaultCount,omitempty"`
+}
+
+// Validate reports settings no vendor can work with.
+func (c Config) Validate() error {
+	switch {
+	case c.Name == "":
+		return fmt.Errorf("vendor name is empty")
+	case c.DefaultMemoryMiB < 0:
+		return fmt.Errorf("vendor %s: defaultMemoryMiB %d is negative", c.Name, c.DefaultMemoryMiB)
+	case c.DefaultCores < 0 || c.DefaultCores > 100:
+		return fmt.Errorf("vendor %s: defaultCores %d is outside 0-100", c.Name, c.DefaultCores)
+	case c.DefaultCount < 0:
+		return fmt.Errorf("vendor %s: defaultCount %d is negative", c.Name, c.DefaultCount)
+	}
+	return nil
+}
+
+// Registry holds the enabled vendors in a fixed order.
+type Registry struct {
+	vendors []Vendor
+}
+
+// NewRegistry returns a registry of the given vendors; names must be unique.
+func NewRegistry(vendors ...Vendor) (*Registry, error) {
+	seen := map[string]bool{}
+	for _, v := range vendors {
+		if seen[v.Name()] {
+			return nil, fmt.Errorf("vendor %s registered twice", v.Name())
+		}
+		seen[v.Name()] = true
+	}
+	return &Registry{vendors: vendors}, nil
+}
+
+// Vendors returns the vendors in registration order; callers must not
+// modify the slice.
+func (r *Registry) Vendors() []Vendor { return r.vendors }
+
+// ParsePod reads the pod's requests for every vendor; the result is
+// index-aligned with Vendors. any is false when the pod asks for nothing.
+func (r *Registry) ParsePod(pod *corev1.Pod) (reqs []PodRequest, any bool, err error) {
+	reqs = make([]PodRequest, len(r.vendors))
+	for i, v := range r.vendors {
+		req, err := v.ParsePod(pod)
+		if err != nil {
+			return nil, false, fmt.Errorf("%s: %w", v.Name(), err)
+		}
+		reqs[i] = req
+		if !req.IsZero() {
+			any = true
+		}
+	}
+	return reqs, any, nil
+}
+
+// Containers returns the pod's init containers then its regular
+// containers, the order in which assignments list them.
+func Containers(pod *corev1.Pod) []*corev1.Container {
+	out := make([]*corev1.Container, 0, len(pod.Spec.InitContainers)+len(pod.Spec.Containers))
+	for i := range pod.Spec.InitContainers {
+		out = append(out, &pod.Spec.InitContainers[i])
+	}
+	for i := range pod.Spec.Containers {
+		out = append(out, &pod.Spec.Containers[i])
+	}
+	return out
+}
