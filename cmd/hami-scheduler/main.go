@@ -1,19 +1,21 @@
+// Command hami-scheduler is kube-scheduler with HAMi's device-sharing
+// plugin compiled in. Every kube-scheduler flag and KubeSchedulerConfiguration
+// works unchanged; enable the plugin in a profile (see manifests/).
 package main
 
 import (
 	"os"
 
 	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
-	_ "k8s.io/kube-scheduler/framework"
-	_ "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
-	_ "k8s.io/kubernetes/pkg/scheduler/framework"
-	_ "k8s.io/apiserver/pkg/storage/etcd3/testserver"
-	_ "k8s.io/kubernetes/cmd/kube-apiserver/app/testing"
-	_ "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/hami-scheduler/hami-scheduler/plugins"
 )
 
 func main() {
-	command := app.NewSchedulerCommand()
+	command := app.NewSchedulerCommand(app.WithPlugin(plugins.Name, plugins.New))
 	os.Exit(cli.Run(command))
 }

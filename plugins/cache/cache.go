@@ -1,0 +1,202 @@
+// Package cache is the scheduler's in-memory view of every node's cards and
+// what the pods placed on them use. Informers feed it (nodes: inventory;
+// pods: the assignment annotations written at bind), the plugin assumes a
+// pod's assignment at Reserve and forgets it at Unreserve, and a restarted
+// scheduler rebuilds the same usage from the pods' annotations.
+package cache
+
+import (
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// Cache is safe for concurrent use.
+type Cache struct {
+	registry *devices.Registry
+
+	mu    sync.RWMutex
+	nodes map[string]*nodeState
+	pods  map[types.UID]*podState
+	// podsByNode indexes pods by node, whether or not the node is known yet.
+	podsByNode map[string]map[types.UID]struct{}
+}
+
+// nodeState is one node's inventory and usage, per vendor (index-aligned
+// with the registry's vendors).
+type nodeState struct {
+	vendors []vendorState
+}
+
+// vendorState is one vendor's cards on a node. cards is never modified once
+// set (a new inventory replaces the slice), so readers may keep it.
+type vendorState struct {
+	cards []devices.Card
+	used  []devices.Usage
+	// err says why the node's cards of this vendor cannot be used.
+	err error
+}
+
+// podState is what one pod holds.
+type podState struct {
+	key  string
+	node string
+	// assignments is index-aligned with the registry's vendors.
+	assignments []devices.Assignment
+	// assumed is true from Reserve until an informer event confirms it.
+	assumed bool
+}
+
+// New returns an empty cache for the registry's vendors.
+func New(registry *devices.Registry) *Cache {
+	return &Cache{
+		registry:   registry,
+		nodes:      map[string]*nodeState{},
+		pods:       map[types.UID]*podState{},
+		podsByNode: map[string]map[types.UID]struct{}{},
+	}
+}
+
+// ErrUnknownNode is returned for nodes the cache has not seen.
+var ErrUnknownNode = fmt.Errorf("node not in the device cache yet")
+
+// Snapshot copies the usage of one vendor's cards on a node into dst
+// (grown when too small) and returns the cards, the usage and why the
+// node's cards cannot be used, if they cannot. cards is nil when the node
+// has none of the vendor's cards.
+func (c *Cache) Snapshot(node string, vendor int, dst []devices.Usage) ([]devices.Card, []devices.Usage, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.nodes[node]
+	if !ok {
+		return nil, dst[:0], ErrUnknownNode
+	}
+	v := &n.vendors[vendor]
+	if v.err != nil {
+		return nil, dst[:0], v.err
+	}
+	dst = append(dst[:0], v.used...)
+	return v.cards, dst, nil
+}
+
+// Assignments returns what the pod holds, per vendor, and where.
+func (c *Cache) Assignments(uid types.UID) (node string, assignments []devices.Assignment, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	p, ok := c.pods[uid]
+	if !ok {
+		return "", nil, false
+	}
+	return p.node, p.assignments, true
+}
+
+// Assume accounts an assignment the scheduler has just chosen, before the
+// API server knows of it.
+func (c *Cache) Assume(pod *corev1.Pod, node string, assignments []devices.Assignment) error {
+	if len(assignments) != len(c.registry.Vendors()) {
+		return fmt.Errorf("assume %s: %d assignments for %d vendors", klog.KObj(pod), len(assignments), len(c.registry.Vendors()))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.pods[pod.UID]; ok {
+		if !old.assumed {
+			return fmt.Errorf("assume %s: the pod already holds cards on node %s", klog.KObj(pod), old.node)
+		}
+		c.removePodLocked(pod.UID)
+	}
+	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), node: node, assignments: assignments, assumed: true})
+	return nil
+}
+
+// Forget drops an assumed assignment (Unreserve). A confirmed one stays:
+// only the informer releases it.
+func (c *Cache) Forget(pod *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.pods[pod.UID]; ok && p.assumed {
+		c.removePodLocked(pod.UID)
+	}
+}
+
+func (c *Cache) addPodLocked(uid types.UID, p *podState) {
+	c.pods[uid] = p
+	byNode := c.podsByNode[p.node]
+	if byNode == nil {
+		byNode = map[types.UID]struct{}{}
+		c.podsByNode[p.node] = byNode
+	}
+	byNode[uid] = struct{}{}
+	if n, ok := c.nodes[p.node]; ok {
+		n.apply(p, true)
+	}
+}
+
+func (c *Cache) removePodLocked(uid types.UID) {
+	p, ok := c.pods[uid]
+	if !ok {
+		return
+	}
+	delete(c.pods, uid)
+	if byNode := c.podsByNode[p.node]; byNode != nil {
+		delete(byNode, uid)
+		if len(byNode) == 0 {
+			delete(c.podsByNode, p.node)
+		}
+	}
+	if n, ok := c.nodes[p.node]; ok {
+		n.apply(p, false)
+	}
+}
+
+// apply adds (or removes) a pod's grants to the usage of the cards it names.
+// Grants naming cards the node does not list are ignored.
+func (n *nodeState) apply(p *podState, add bool) {
+	for vi, a := range p.assignments {
+		if vi >= len(n.vendors) {
+			break
+		}
+		v := &n.vendors[vi]
+		for _, container := range a {
+			for _, g := range container {
+				for ci := range v.cards {
+					if v.cards[ci].UUID != g.UUID {
+						continue
+					}
+					if add {
+						v.used[ci].Add(g)
+					} else {
+						v.used[ci].Sub(g)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Stats summarises the cache, for logs and tests.
+type Stats struct {
+	Nodes, Cards, Pods, AssumedPods int
+}
+
+// Stats returns counts of what the cache holds.
+func (c *Cache) Stats() Stats {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	s := Stats{Nodes: len(c.nodes), Pods: len(c.pods)}
+	for _, n := range c.nodes {
+		for _, v := range n.vendors {
+			s.Cards += len(v.cards)
+		}
+	}
+	for _, p := range c.pods {
+		if p.assumed {
+			s.AssumedPods++
+		}
+	}
+	return s
+}

@@ -1,0 +1,98 @@
+package cache
+
+import (
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// SetPod accounts a pod as the API server sees it. A bound, non-terminated
+// pod whose annotations carry an assignment for its node holds those cards;
+// anything else holds nothing, except an assignment assumed by this
+// scheduler that the API has not caught up with yet. It returns an error
+// (and accounts nothing new) when the annotations cannot be decoded.
+func (c *Cache) SetPod(pod *corev1.Pod) error {
+	assignments, has, err := c.decodeAssignments(pod)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, tracked := c.pods[pod.UID]
+	if err != nil || terminated(pod) {
+		if tracked && (!old.assumed || terminated(pod)) {
+			c.removePodLocked(pod.UID)
+		}
+		return err
+	}
+	if !has || pod.Spec.NodeName == "" || pod.Annotations[devices.AssignedNode] != pod.Spec.NodeName {
+		// Not (yet) bound with an assignment for its node: keep an assumed
+		// entry until binding ends, drop a confirmed one.
+		if tracked && !old.assumed {
+			c.removePodLocked(pod.UID)
+		}
+		return nil
+	}
+	if tracked {
+		if old.node == pod.Spec.NodeName && sameAssignments(old.assignments, assignments) {
+			old.assumed = false
+			return nil
+		}
+		c.removePodLocked(pod.UID)
+	}
+	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), node: pod.Spec.NodeName, assignments: assignments})
+	return nil
+}
+
+// RemovePod releases what a deleted pod held.
+func (c *Cache) RemovePod(pod *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.removePodLocked(pod.UID)
+}
+
+// decodeAssignments reads each vendor's allocated annotation. has is false
+// when the pod carries none.
+func (c *Cache) decodeAssignments(pod *corev1.Pod) (assignments []devices.Assignment, has bool, err error) {
+	vendors := c.registry.Vendors()
+	assignments = make([]devices.Assignment, len(vendors))
+	for i, v := range vendors {
+		_, key := v.AssignmentAnnotations()
+		raw, ok := pod.Annotations[key]
+		if !ok {
+			continue
+		}
+		a, err := devices.DecodeAssignment(raw)
+		if err != nil {
+			return nil, false, fmt.Errorf("pod %s: annotation %s: %w", klog.KObj(pod), key, err)
+		}
+		if !a.Empty() {
+			assignments[i] = a
+			has = true
+		}
+	}
+	return assignments, has, nil
+}
+
+// HasAssignment reports whether the pod carries any vendor's assignment
+// annotation, without decoding it.
+func (c *Cache) HasAssignment(pod *corev1.Pod) bool {
+	for _, v := range c.registry.Vendors() {
+		_, key := v.AssignmentAnnotations()
+		if _, ok := pod.Annotations[key]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func terminated(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+func sameAssignments(a, b []devices.Assignment) bool {
+	return slices.EqualFunc(a, b, func(x, y devices.Assignment) bool {
+		return slices.EqualFunc(x, y, func(g, h []devices.Grant) bool { return slices.Equal(g, h) })
+	})
+}

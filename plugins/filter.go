@@ -1,0 +1,83 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
+)
+
+// Filter checks whether the node's cards can hold every container of the
+// pod, and keeps the chosen cards for Score, Reserve and PreBind. It reads
+// only the in-memory cache and writes nothing to the API server.
+func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
+	s, err := readState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	node := nodeInfo.Node()
+	if node == nil {
+		return fwk.NewStatus(fwk.Error, "node not found")
+	}
+	fit := &nodeFit{}
+	fit.assignments = fit.single[:]
+	vendors := p.registry.Vendors()
+	if len(vendors) > 1 {
+		fit.assignments = make([]devices.Assignment, len(vendors))
+	}
+	removed := s.removedOn(node.Name)
+	var usageBuf [16]devices.Usage
+	fitted := int64(0)
+	for vi, v := range vendors {
+		req := &s.requests[vi]
+		if req.IsZero() {
+			continue
+		}
+		cards, used, err := p.cache.Snapshot(node.Name, vi, usageBuf[:0])
+		switch {
+		case errors.Is(err, devicecache.ErrUnknownNode):
+			return fwk.NewStatus(fwk.Unschedulable, "node's devices not known yet")
+		case err != nil:
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices unusable: "+err.Error())
+		case len(cards) == 0:
+			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no "+v.Name()+" device on node")
+		}
+		releaseRemoved(cards, used, removed, vi)
+		a, rej := v.Fit(cards, used, req)
+		if rej != nil {
+			return fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: "+rej.Reason())
+		}
+		fit.assignments[vi] = a
+		fit.load += devices.NodeLoad(cards, used, a)
+		fitted++
+	}
+	if fitted > 1 {
+		fit.load /= fitted
+	}
+	s.setFit(node.Name, fit)
+	return nil
+}
+
+// releaseRemoved subtracts, from a copy of the node's usage, what the pods
+// that preemption is simulating away hold on vendor vi's cards.
+func releaseRemoved(cards []devices.Card, used []devices.Usage, removed map[types.UID][]devices.Assignment, vi int) {
+	for _, assignments := range removed {
+		if vi >= len(assignments) {
+			continue
+		}
+		for _, container := range assignments[vi] {
+			for _, g := range container {
+				for ci := range cards {
+					if cards[ci].UUID == g.UUID {
+						used[ci].Sub(g)
+					}
+				}
+			}
+		}
+	}
+}

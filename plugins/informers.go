@@ -1,0 +1,67 @@
+package plugins
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+func (p *Plugin) onNodeAdd(logger klog.Logger, obj any) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return
+	}
+	p.setNode(logger, node)
+}
+
+func (p *Plugin) onNodeUpdate(logger klog.Logger, oldObj, obj any) {
+	old, ok1 := oldObj.(*corev1.Node)
+	node, ok2 := obj.(*corev1.Node)
+	if !ok1 || !ok2 || !p.cache.NodeChanged(old, node) {
+		return
+	}
+	p.setNode(logger, node)
+}
+
+func (p *Plugin) setNode(logger klog.Logger, node *corev1.Node) {
+	p.cache.SetNode(node)
+	for vi, v := range p.registry.Vendors() {
+		if _, _, err := p.cache.Snapshot(node.Name, vi, nil); err != nil {
+			logger.Info("Node's devices cannot be used", "node", klog.KObj(node), "vendor", v.Name(), "reason", err.Error())
+			p.handle.EventRecorder().Eventf(node, nil, corev1.EventTypeWarning, "InvalidDeviceInventory", "Scheduling",
+				"%s devices on this node are skipped: %v", v.Name(), err)
+		}
+	}
+}
+
+func (p *Plugin) onNodeDelete(logger klog.Logger, obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if node, ok := obj.(*corev1.Node); ok {
+		p.cache.RemoveNode(node.Name)
+		logger.V(4).Info("Node left the device cache", "node", klog.KObj(node))
+	}
+}
+
+func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if err := p.cache.SetPod(pod); err != nil {
+		logger.Error(err, "Pod's device assignment cannot be read; it is not accounted", "pod", klog.KObj(pod))
+		p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InvalidDeviceAssignment", "Scheduling",
+			"device assignment annotation cannot be read, its cards are not accounted: %v", err)
+	}
+}
+
+func (p *Plugin) onPodDelete(logger klog.Logger, obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	if pod, ok := obj.(*corev1.Pod); ok {
+		p.cache.RemovePod(pod)
+		logger.V(5).Info("Pod left the device cache", "pod", klog.KObj(pod))
+	}
+}

@@ -1,0 +1,192 @@
+// Package nodelock takes and releases HAMi's per-node lock, the
+// hami.io/mutex.lock node annotation "RFC3339-time,namespace,pod". The
+// scheduler takes it before it hands a pod to a node; the device plugin
+// releases it once its Allocate has served the pod.
+package nodelock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// ErrBusy is returned when another live pod holds a fresh lock on the node
+// for longer than the wait allows.
+var ErrBusy = errors.New("node lock held by another pod")
+
+// Locker takes and releases node locks through the API server.
+type Locker struct {
+	client kubernetes.Interface
+	// Expiry is the age after which a lock may be taken over.
+	Expiry time.Duration
+	// Wait bounds how long Lock waits while another pod holds the lock.
+	Wait time.Duration
+	// now is the clock; tests replace it.
+	now func() time.Time
+}
+
+// New returns a Locker with HAMi's defaults: locks expire after five
+// minutes; Lock waits up to wait for a busy node.
+func New(client kubernetes.Interface, expiry, wait time.Duration) *Locker {
+	return &Locker{client: client, Expiry: expiry, Wait: wait, now: time.Now}
+}
+
+// Value is the lock value naming pod, taken at t.
+func Value(t time.Time, pod *corev1.Pod) string {
+	return t.UTC().Format(time.RFC3339) + "," + pod.Namespace + "," + pod.Name
+}
+
+// Parse reads a lock value; the legacy form is a bare RFC3339 time with no
+// holder.
+func Parse(value string) (taken time.Time, namespace, name string, err error) {
+	parts := strings.Split(value, ",")
+	switch len(parts) {
+	case 1:
+	case 3:
+		namespace, name = parts[1], parts[2]
+	default:
+		return time.Time{}, "", "", fmt.Errorf("lock %q: want time,namespace,pod", value)
+	}
+	taken, err = time.Parse(time.RFC3339, parts[0])
+	if err != nil {
+		return time.Time{}, "", "", fmt.Errorf("lock %q: bad time: %v", value, err)
+	}
+	return taken, namespace, name, nil
+}
+
+// Lock takes the node's lock for pod. It succeeds at once when the node is
+// free, when the pod already holds the lock, when the holder no longer
+// exists, or when the lock is older than Expiry; otherwise it waits, up to
+// Wait, for the holder to release it. Concurrent writers are resolved by
+// the node's resourceVersion: the loser gets a conflict and tries again.
+func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) error {
+	logger := klog.FromContext(ctx)
+	deadline := l.now().Add(l.Wait)
+	delay := 50 * time.Millisecond
+	for {
+		node, err := l.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("read node %s for its lock: %w", nodeName, err)
+		}
+		free, err := l.mayTake(ctx, node, pod)
+		if errors.Is(err, errHeldByPod) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if free {
+			err = l.patchLock(ctx, node, Value(l.now(), pod))
+			if err == nil {
+				logger.V(4).Info("Node lock taken", "node", nodeName, "pod", klog.KObj(pod))
+				return nil
+			}
+			if !apierrors.IsConflict(err) {
+				return fmt.Errorf("take lock on node %s: %w", nodeName, err)
+			}
+		}
+		if !l.now().Add(delay).Before(deadline) {
+			return fmt.Errorf("node %s: %w (%s)", nodeName, ErrBusy, node.Annotations[devices.NodeLock])
+		}
+		if err := sleep(ctx, jitter(delay)); err != nil {
+			return err
+		}
+		delay = min(delay*2, time.Second)
+	}
+}
+
+var errHeldByPod = errors.New("lock already held by this pod")
+
+// mayTake reports whether the lock on node may be written for pod now.
+func (l *Locker) mayTake(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (bool, error) {
+	value, held := node.Annotations[devices.NodeLock]
+	if !held {
+		return true, nil
+	}
+	taken, ns, name, err := Parse(value)
+	if err != nil {
+		klog.FromContext(ctx).Info("Taking over a malformed node lock", "node", node.Name, "lock", value, "err", err)
+		return true, nil
+	}
+	if ns == pod.Namespace && name == pod.Name {
+		return false, errHeldByPod
+	}
+	if l.now().Sub(taken) > l.Expiry {
+		klog.FromContext(ctx).Info("Taking over an expired node lock", "node", node.Name, "lock", value)
+		return true, nil
+	}
+	if name == "" {
+		return false, nil
+	}
+	_, err = l.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		klog.FromContext(ctx).Info("Taking over the node lock of a pod that no longer exists", "node", node.Name, "lock", value)
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("read holder %s/%s of node %s's lock: %w", ns, name, node.Name, err)
+	}
+	return false, nil
+}
+
+// Release deletes the node's lock if pod holds it. A lock held by anyone
+// else is left alone.
+func (l *Locker) Release(ctx context.Context, nodeName string, pod *corev1.Pod) error {
+	for attempt := 0; attempt < 5; attempt++ {
+		node, err := l.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("read node %s to release its lock: %w", nodeName, err)
+		}
+		value, held := node.Annotations[devices.NodeLock]
+		if !held {
+			return nil
+		}
+		if _, ns, name, err := Parse(value); err != nil || ns != pod.Namespace || name != pod.Name {
+			return nil
+		}
+		err = l.patchLock(ctx, node, "")
+		if err == nil || !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("release lock on node %s: too many conflicting writers", nodeName)
+}
+
+// patchLock writes (or, for "", deletes) the lock with a merge patch that
+// carries the node's resourceVersion, so a concurrent writer conflicts.
+func (l *Locker) patchLock(ctx context.Context, node *corev1.Node, value string) error {
+	v := "null"
+	if value != "" {
+		v = fmt.Sprintf("%q", value)
+	}
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s},"resourceVersion":%q}}`, devices.NodeLock, v, node.ResourceVersion)
+	_, err := l.client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+func jitter(d time.Duration) time.Duration {
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,101 @@
+// Package plugins is hami-scheduler's kube-scheduler side: one framework
+// plugin that fits pods onto shared devices (PreFilter, Filter, Score,
+// Reserve, PreBind, EnqueueExtensions) over an informer-fed device cache,
+// and takes HAMi's node lock before binding.
+package plugins
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
+	"github.com/hami-scheduler/hami-scheduler/plugins/nodelock"
+)
+
+// Name is the plugin's name in a KubeSchedulerConfiguration profile.
+const Name = "HAMi"
+
+// Plugin fits pods that ask for shared devices onto nodes' cards.
+type Plugin struct {
+	handle   fwk.Handle
+	args     *Args
+	registry *devices.Registry
+	cache    *devicecache.Cache
+	locker   *nodelock.Locker
+	// synced reports whether the cache has seen every node and pod the
+	// informers listed at start.
+	synced func() bool
+}
+
+var (
+	_ fwk.PreFilterPlugin     = &Plugin{}
+	_ fwk.FilterPlugin        = &Plugin{}
+	_ fwk.ScorePlugin         = &Plugin{}
+	_ fwk.ReservePlugin       = &Plugin{}
+	_ fwk.PreBindPlugin       = &Plugin{}
+	_ fwk.EnqueueExtensions   = &Plugin{}
+	_ fwk.PreFilterExtensions = &Plugin{}
+)
+
+// New builds the plugin from its args and wires the device cache to the
+// scheduler's shared informers.
+func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
+	args, err := decodeArgs(obj)
+	if err != nil {
+		return nil, err
+	}
+	registry, err := vendors.NewRegistry(args.Vendors)
+	if err != nil {
+		return nil, fmt.Errorf("%s args: %w", Name, err)
+	}
+	p := &Plugin{
+		handle:   handle,
+		args:     args,
+		registry: registry,
+		cache:    devicecache.New(registry),
+		locker:   nodelock.New(handle.ClientSet(), args.NodeLockExpiry.Duration, args.NodeLockWait.Duration),
+	}
+	if err := p.watch(klog.FromContext(ctx)); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// Name implements fwk.Plugin.
+func (p *Plugin) Name() string { return Name }
+
+// Cache exposes the device cache, for tests and diagnostics.
+func (p *Plugin) Cache() *devicecache.Cache { return p.cache }
+
+// watch feeds the cache from the shared node and pod informers.
+func (p *Plugin) watch(logger klog.Logger) error {
+	informers := p.handle.SharedInformerFactory()
+	if informers == nil {
+		return fmt.Errorf("%s needs the scheduler's shared informer factory", Name)
+	}
+	nodes, err := informers.Core().V1().Nodes().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.onNodeAdd(logger, obj) },
+		UpdateFunc: func(old, obj any) { p.onNodeUpdate(logger, old, obj) },
+		DeleteFunc: func(obj any) { p.onNodeDelete(logger, obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("watch nodes: %w", err)
+	}
+	pods, err := informers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { p.onPodSet(logger, obj) },
+		UpdateFunc: func(_, obj any) { p.onPodSet(logger, obj) },
+		DeleteFunc: func(obj any) { p.onPodDelete(logger, obj) },
+	})
+	if err != nil {
+		return fmt.Errorf("watch pods: %w", err)
+	}
+	p.synced = func() bool { return nodes.HasSynced() && pods.HasSynced() }
+	return nil
+}

@@ -1,0 +1,93 @@
+package plugins
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// PreBindPreFlight implements fwk.PreBindPlugin: only pods this plugin
+// placed have anything to write.
+func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
+	if _, err := readState(state); err != nil {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
+}
+
+// PreBind runs in the asynchronous binding cycle: it takes the node's
+// hami.io/mutex.lock (waiting, bounded, while another pod holds it), then
+// writes every assignment annotation and the hami.io/vgpu-node label in one
+// pod patch with bind-phase allocating, which is what the device plugin
+// looks for. Binding itself is left to the default binder. On failure the
+// lock is released and an error returned, so Unreserve rolls the cache back.
+func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	logger := klog.FromContext(ctx)
+	s, err := readState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	fit, ok := s.fit(nodeName)
+	if !ok {
+		return fwk.NewStatus(fwk.Error, "no device assignment was computed for node "+nodeName)
+	}
+	patch, err := p.assignmentPatch(nodeName, fit, time.Now())
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	if err := p.locker.Lock(ctx, nodeName, pod); err != nil {
+		return fwk.AsStatus(fmt.Errorf("lock node %s: %w", nodeName, err))
+	}
+	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		if rerr := p.locker.Release(context.WithoutCancel(ctx), nodeName, pod); rerr != nil {
+			logger.Error(rerr, "Releasing node lock after a failed pod patch", "node", nodeName, "pod", klog.KObj(pod))
+		}
+		return fwk.AsStatus(fmt.Errorf("write device assignment to pod: %w", err))
+	}
+	logger.V(3).Info("Device assignment written", "pod", klog.KObj(pod), "node", nodeName)
+	return nil
+}
+
+// assignmentPatch is the merge patch that hands the pod to the node's
+// device plugin.
+func (p *Plugin) assignmentPatch(nodeName string, fit *nodeFit, now time.Time) ([]byte, error) {
+	unix := strconv.FormatInt(now.Unix(), 10)
+	annotations := map[string]string{
+		devices.AssignedNode: nodeName,
+		devices.AssignedTime: unix,
+		devices.BindPhase:    devices.BindPhaseAllocating,
+		devices.BindTime:     unix,
+	}
+	for vi, v := range p.registry.Vendors() {
+		a := fit.assignments[vi]
+		if a.Empty() {
+			continue
+		}
+		encoded := devices.EncodeAssignment(a)
+		toAllocate, allocated := v.AssignmentAnnotations()
+		annotations[toAllocate] = encoded
+		annotations[allocated] = encoded
+	}
+	patch := map[string]any{
+		"metadata": map[string]any{
+			"annotations": annotations,
+			"labels":      map[string]string{devices.AssignedNode: nodeName},
+		},
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return nil, fmt.Errorf("encode assignment patch: %w", err)
+	}
+	return data, nil
+}

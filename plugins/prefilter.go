@@ -1,0 +1,56 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// PreFilter parses the pod's device requests once for the whole cycle.
+// Pods that ask for no managed device are skipped by this plugin.
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	requests, asks, err := p.registry.ParsePod(pod)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "invalid device request: "+err.Error())
+	}
+	if !asks {
+		return nil, fwk.NewStatus(fwk.Skip)
+	}
+	if !p.synced() {
+		return nil, fwk.NewStatus(fwk.Error, "device cache is still loading nodes and pods")
+	}
+	nodePolicy, err := p.nodePolicy(pod)
+	if err != nil {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
+	}
+	for i := range requests {
+		if requests[i].Preferences.Policy == "" {
+			requests[i].Preferences.Policy = p.args.GPUSchedulerPolicy
+		}
+	}
+	state.Write(stateKey, &cycleState{
+		requests:   requests,
+		nodePolicy: nodePolicy,
+		fits:       make(map[string]*nodeFit, len(nodes)),
+	})
+	return nil, nil
+}
+
+// nodePolicy is the pod's hami.io/node-scheduler-policy, else the default.
+func (p *Plugin) nodePolicy(pod *corev1.Pod) (devices.NodePolicy, error) {
+	switch policy := devices.NodePolicy(pod.Annotations[devices.NodePolicyAnnotation]); policy {
+	case "":
+		return p.args.NodeSchedulerPolicy, nil
+	case devices.NodeBinpack, devices.NodeSpread:
+		return policy, nil
+	default:
+		return "", fmt.Errorf("annotation %s=%q: want %s or %s", devices.NodePolicyAnnotation, policy, devices.NodeBinpack, devices.NodeSpread)
+	}
+}
+
+// PreFilterExtensions lets preemption see the cards its victims would free.
+func (p *Plugin) PreFilterExtensions() fwk.PreFilterExtensions { return p }

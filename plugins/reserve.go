@@ -1,0 +1,34 @@
+package plugins
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// Reserve assumes the cards Filter chose on the node, so the next pod's
+// Filter sees them taken before the API server knows of them.
+func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
+	s, err := readState(state)
+	if err != nil {
+		return fwk.AsStatus(err)
+	}
+	fit, ok := s.fit(nodeName)
+	if !ok {
+		return fwk.NewStatus(fwk.Error, "no device assignment was computed for node "+nodeName)
+	}
+	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
+		return fwk.AsStatus(err)
+	}
+	klog.FromContext(ctx).V(4).Info("Devices assumed", "pod", klog.KObj(pod), "node", nodeName)
+	return nil
+}
+
+// Unreserve forgets the assumed cards when the pod does not get bound.
+// It is idempotent and harmless for pods this plugin did not reserve.
+func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) {
+	p.cache.Forget(pod)
+	klog.FromContext(ctx).V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
+}

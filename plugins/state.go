@@ -1,0 +1,97 @@
+package plugins
+
+import (
+	"fmt"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+const stateKey fwk.StateKey = Name
+
+// cycleState is what PreFilter learns of the pod and what Filter decides
+// per node, kept for Score, Reserve and PreBind of the same cycle.
+type cycleState struct {
+	// requests is index-aligned with the registry's vendors; read-only.
+	requests   []devices.PodRequest
+	nodePolicy devices.NodePolicy
+
+	mu sync.Mutex
+	// fits holds Filter's decision per node.
+	fits map[string]*nodeFit
+	// removed holds, per node, pods that preemption is simulating away
+	// (PreFilterExtensions.RemovePod), and what they hold.
+	removed map[string]map[types.UID][]devices.Assignment
+}
+
+// nodeFit is the pod's assignment on one node and how loaded the node
+// would be with it.
+type nodeFit struct {
+	// assignments is index-aligned with the registry's vendors; nil
+	// entries for vendors the pod does not ask for.
+	assignments []devices.Assignment
+	// load is the node's use in percent after the assignment.
+	load int64
+	// single backs assignments for the common one-vendor case.
+	single [1]devices.Assignment
+}
+
+// Clone implements fwk.StateData. Filter results are per cycle, so a clone
+// starts with none; the preemption simulation's removals are deep-copied
+// since AddPod/RemovePod change them.
+func (s *cycleState) Clone() fwk.StateData {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &cycleState{
+		requests:   s.requests,
+		nodePolicy: s.nodePolicy,
+		fits:       make(map[string]*nodeFit, len(s.fits)),
+	}
+	if len(s.removed) > 0 {
+		c.removed = make(map[string]map[types.UID][]devices.Assignment, len(s.removed))
+		for node, pods := range s.removed {
+			cp := make(map[types.UID][]devices.Assignment, len(pods))
+			for uid, a := range pods {
+				cp[uid] = a
+			}
+			c.removed[node] = cp
+		}
+	}
+	return c
+}
+
+func (s *cycleState) setFit(node string, f *nodeFit) {
+	s.mu.Lock()
+	s.fits[node] = f
+	s.mu.Unlock()
+}
+
+func (s *cycleState) fit(node string) (*nodeFit, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.fits[node]
+	return f, ok
+}
+
+// removedOn returns the simulated removals on node; the caller must not
+// keep the map past the call that changes it.
+func (s *cycleState) removedOn(node string) map[types.UID][]devices.Assignment {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.removed[node]
+}
+
+func readState(state fwk.CycleState) (*cycleState, error) {
+	data, err := state.Read(stateKey)
+	if err != nil {
+		return nil, fmt.Errorf("read %s cycle state: %w", Name, err)
+	}
+	s, ok := data.(*cycleState)
+	if !ok {
+		return nil, fmt.Errorf("%s cycle state has type %T", Name, data)
+	}
+	return s, nil
+}
