@@ -20,10 +20,13 @@ RACE_PKGS   := ./devices/... ./plugins/...
 
 all: build
 
-build: $(BIN)/hami-scheduler
+build: $(BIN)/hami-scheduler $(BIN)/hami-webhook
 
 $(BIN)/hami-scheduler: FORCE
 	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/hami-scheduler
+
+$(BIN)/hami-webhook: FORCE
+	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/hami-webhook
 
 FORCE:
 

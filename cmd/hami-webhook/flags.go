@@ -1,0 +1,94 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
+	"github.com/hami-scheduler/hami-scheduler/webhook"
+)
+
+// flags are the command line of hami-webhook.
+type flags struct {
+	schedulerName            string
+	takeOverDefaultScheduler bool
+	vendorConfig             string
+	server                   webhook.ServerOptions
+	healthProbeAddr          string
+	metricsAddr              string
+	version                  bool
+}
+
+func registerFlags(fs *flag.FlagSet) *flags {
+	f := &flags{}
+	fs.StringVar(&f.schedulerName, "scheduler-name", webhook.DefaultSchedulerName,
+		"spec.schedulerName given to pods that ask for a managed device")
+	fs.BoolVar(&f.takeOverDefaultScheduler, "take-over-default-scheduler", true,
+		"also hand pods that name default-scheduler (the API server's default) to --scheduler-name; pods naming any other scheduler are never touched")
+	fs.StringVar(&f.vendorConfig, "vendor-config", "",
+		"YAML file with a 'vendors:' list, the same as the scheduler plugin's args (resource names, defaultMemoryMiB, defaultCores, defaultCount); empty: NVIDIA with HAMi's defaults")
+	fs.StringVar(&f.server.Addr, "bind-address", ":9443", "host:port of the HTTPS webhook server")
+	fs.StringVar(&f.server.CertDir, "cert-dir", "/etc/hami-webhook/certs",
+		"directory with the serving certificate and key; the files are reloaded when they change")
+	fs.StringVar(&f.server.CertName, "tls-cert-file-name", "tls.crt", "serving certificate (PEM, chain first) in --cert-dir")
+	fs.StringVar(&f.server.KeyName, "tls-private-key-file-name", "tls.key", "serving key (PEM) in --cert-dir")
+	fs.DurationVar(&f.server.ReadTimeout, "read-timeout", webhook.DefaultReadTimeout,
+		"longest time to read one request, TLS handshake and body included")
+	fs.DurationVar(&f.server.WriteTimeout, "write-timeout", webhook.DefaultWriteTimeout,
+		"longest time to handle one request and write its answer")
+	fs.Int64Var(&f.server.MaxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes,
+		"largest request body accepted; larger ones are answered 413")
+	fs.StringVar(&f.healthProbeAddr, "health-probe-bind-address", ":8081", "host:port serving /healthz and /readyz over HTTP")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "host:port serving Prometheus /metrics over HTTP; 0 disables")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
+	return f
+}
+
+// vendorFile is the --vendor-config file.
+type vendorFile struct {
+	Vendors []devices.Config `json:"vendors"`
+}
+
+// options turns the flags into webhook options, reading --vendor-config.
+func (f *flags) options() (webhook.Options, error) {
+	var configs []devices.Config
+	if f.vendorConfig != "" {
+		raw, err := os.ReadFile(f.vendorConfig)
+		if err != nil {
+			return webhook.Options{}, fmt.Errorf("--vendor-config: %w", err)
+		}
+		var vf vendorFile
+		if err := yaml.UnmarshalStrict(raw, &vf); err != nil {
+			return webhook.Options{}, fmt.Errorf("--vendor-config %s: %w", f.vendorConfig, err)
+		}
+		configs = vf.Vendors
+	}
+	registry, err := vendors.NewRegistry(configs)
+	if err != nil {
+		return webhook.Options{}, fmt.Errorf("--vendor-config: %w", err)
+	}
+	if f.server.ReadTimeout <= 0 || f.server.WriteTimeout <= 0 {
+		return webhook.Options{}, fmt.Errorf("--read-timeout and --write-timeout must be positive")
+	}
+	if f.server.MaxRequestBytes <= 0 {
+		return webhook.Options{}, fmt.Errorf("--max-request-bytes must be positive")
+	}
+	o := webhook.Options{
+		Config: webhook.Config{
+			SchedulerName:            f.schedulerName,
+			TakeOverDefaultScheduler: f.takeOverDefaultScheduler,
+			Registry:                 registry,
+		},
+		Server:          f.server,
+		HealthProbeAddr: f.healthProbeAddr,
+		MetricsAddr:     f.metricsAddr,
+	}
+	if err := o.Validate(); err != nil {
+		return webhook.Options{}, err
+	}
+	return o, nil
+}

@@ -1,0 +1,118 @@
+package main
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/hami-scheduler/hami-scheduler/webhook"
+)
+
+func TestFlags(t *testing.T) {
+	dir := t.TempDir()
+	file := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	renamed := file("renamed.yaml", "vendors:\n- name: nvidia\n  resourceCountName: example.com/vgpu\n  defaultMemoryMiB: 2048\n")
+	unknownField := file("unknown.yaml", "vendors:\n- name: nvidia\n  defaultMemory: 2048\n")
+	unknownVendor := file("vendor.yaml", "vendors:\n- name: voodoo\n")
+	badCores := file("cores.yaml", "vendors:\n- name: nvidia\n  defaultCores: 101\n")
+
+	tests := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, o webhook.Options)
+		err   string
+	}{
+		{
+			name: "defaults",
+			check: func(t *testing.T, o webhook.Options) {
+				if o.SchedulerName != "hami-scheduler" || !o.TakeOverDefaultScheduler {
+					t.Errorf("scheduler %q take-over %v", o.SchedulerName, o.TakeOverDefaultScheduler)
+				}
+				if o.Server.Addr != ":9443" || o.Server.CertDir != "/etc/hami-webhook/certs" || o.Server.CertName != "tls.crt" || o.Server.KeyName != "tls.key" {
+					t.Errorf("server %+v", o.Server)
+				}
+				if o.Server.ReadTimeout != 10*time.Second || o.Server.WriteTimeout != 10*time.Second || o.Server.MaxRequestBytes != 4<<20 {
+					t.Errorf("limits %+v", o.Server)
+				}
+				if o.HealthProbeAddr != ":8081" || o.MetricsAddr != ":8080" {
+					t.Errorf("probes %q metrics %q", o.HealthProbeAddr, o.MetricsAddr)
+				}
+				if names := o.Registry.Vendors()[0].Resources(); names.Count != "nvidia.com/gpu" {
+					t.Errorf("vendor resources %+v", names)
+				}
+			},
+		},
+		{
+			name: "everything set",
+			args: []string{"--scheduler-name=gpu-scheduler", "--take-over-default-scheduler=false", "--bind-address=127.0.0.1:8443",
+				"--cert-dir=/certs", "--tls-cert-file-name=c.pem", "--tls-private-key-file-name=k.pem", "--read-timeout=3s",
+				"--write-timeout=4s", "--max-request-bytes=1000", "--health-probe-bind-address=:9000", "--metrics-bind-address=0"},
+			check: func(t *testing.T, o webhook.Options) {
+				want := webhook.ServerOptions{Addr: "127.0.0.1:8443", CertDir: "/certs", CertName: "c.pem", KeyName: "k.pem",
+					ReadTimeout: 3 * time.Second, WriteTimeout: 4 * time.Second, MaxRequestBytes: 1000}
+				if o.SchedulerName != "gpu-scheduler" || o.TakeOverDefaultScheduler || o.Server != want || o.HealthProbeAddr != ":9000" || o.MetricsAddr != "0" {
+					t.Errorf("options %+v", o)
+				}
+			},
+		},
+		{
+			name: "vendor config renames resources and sets defaults",
+			args: []string{"--vendor-config=" + renamed},
+			check: func(t *testing.T, o webhook.Options) {
+				v := o.Registry.Vendors()[0]
+				if v.Resources().Count != "example.com/vgpu" {
+					t.Errorf("count resource %q", v.Resources().Count)
+				}
+				pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+					Limits: corev1.ResourceList{"example.com/vgpu": *resourceQuantity(1)},
+				}}}}}
+				req, err := v.ParsePod(pod)
+				if err != nil || req.Containers[0].MemoryMiB != 2048 {
+					t.Errorf("default memory not applied: %+v %v", req, err)
+				}
+			},
+		},
+		{name: "vendor config with an unknown field", args: []string{"--vendor-config=" + unknownField}, err: `unknown field "defaultMemory"`},
+		{name: "unknown vendor", args: []string{"--vendor-config=" + unknownVendor}, err: `unknown vendor "voodoo"`},
+		{name: "invalid vendor default", args: []string{"--vendor-config=" + badCores}, err: "defaultCores 101 is outside 0-100"},
+		{name: "missing vendor config", args: []string{"--vendor-config=" + filepath.Join(dir, "absent.yaml")}, err: "no such file"},
+		{name: "default-scheduler as our name", args: []string{"--scheduler-name=default-scheduler"}, err: "must not be default-scheduler"},
+		{name: "invalid scheduler name", args: []string{"--scheduler-name=GPU_Scheduler"}, err: "scheduler name GPU_Scheduler"},
+		{name: "zero timeout", args: []string{"--read-timeout=0s"}, err: "must be positive"},
+		{name: "zero body limit", args: []string{"--max-request-bytes=0"}, err: "must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := flag.NewFlagSet("hami-webhook", flag.ContinueOnError)
+			f := registerFlags(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			o, err := f.options()
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, o)
+		})
+	}
+}
+
+func resourceQuantity(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }

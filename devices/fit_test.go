@@ -1,0 +1,704 @@
+package devices
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+const (
+	modelT4   = "NVIDIA-Tesla T4"
+	modelA100 = "NVIDIA-A100-SXM4-40GB"
+)
+
+type cardOpt func(*Card)
+
+// testCard is a healthy hami-core T4 with 16000 MiB, 100 cores and 10 shares.
+func testCard(id string, opts ...cardOpt) Card {
+	c := Card{UUID: id, Split: 10, MemoryMiB: 16000, Cores: 100, Model: modelT4, Mode: DefaultMode, Healthy: true}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+func onNUMA(n int) cardOpt       { return func(c *Card) { c.NUMA = n } }
+func withModel(m string) cardOpt { return func(c *Card) { c.Model = m } }
+func withMode(m string) cardOpt  { return func(c *Card) { c.Mode = m } }
+func withSplit(n int32) cardOpt  { return func(c *Card) { c.Split = n } }
+func withMemory(n int32) cardOpt { return func(c *Card) { c.MemoryMiB = n } }
+func unhealthy(c *Card)          { c.Healthy = false }
+func cordoned(c *Card)           { c.Cordoned = true }
+
+func one(r Request) PodRequest { return PodRequest{Containers: []Request{r}} }
+
+func TestFitPod(t *testing.T) {
+	mem1000 := Request{Count: 1, MemoryMiB: 1000}
+	threeCards := []Card{testCard("GPU-0"), testCard("GPU-1"), testCard("GPU-2")}
+	threeLoads := []Usage{{Sharers: 1, MemoryMiB: 4000, Cores: 20}, {}, {Sharers: 2, MemoryMiB: 8000, Cores: 40}}
+
+	tests := []struct {
+		name  string
+		cards []Card
+		used  []Usage // nil: nothing used
+		req   PodRequest
+		// want is the assignment when the pod fits.
+		want Assignment
+		// wantReason is the rejection's Reason() when it does not fit.
+		wantReason    string
+		wantContainer int
+		wantNUMABind  bool
+	}{
+		{
+			name:  "memory fits",
+			cards: []Card{testCard("GPU-0")},
+			req:   one(Request{Count: 1, MemoryMiB: 4000, Cores: 30}),
+			want:  Assignment{{nv("GPU-0", 4000, 30)}},
+		},
+		{
+			name:  "memory fits exactly what is left",
+			cards: []Card{testCard("GPU-0")},
+			used:  []Usage{{Sharers: 1, MemoryMiB: 12000}},
+			req:   one(Request{Count: 1, MemoryMiB: 4000}),
+			want:  Assignment{{nv("GPU-0", 4000, 0)}},
+		},
+		{
+			name:       "insufficient memory",
+			cards:      []Card{testCard("GPU-0")},
+			used:       []Usage{{Sharers: 1, MemoryMiB: 12001}},
+			req:        one(Request{Count: 1, MemoryMiB: 4000}),
+			wantReason: "1/1 cards: insufficient memory",
+		},
+		{
+			name:  "percentage of the card's memory",
+			cards: []Card{testCard("GPU-0", withMemory(15360))},
+			req:   one(Request{Count: 1, MemoryPercent: 50}),
+			want:  Assignment{{nv("GPU-0", 7680, 0)}},
+		},
+		{
+			name:  "percentage resolved per card",
+			cards: []Card{testCard("GPU-0", withMemory(16000)), testCard("GPU-1", withMemory(8000))},
+			req:   one(Request{Count: 2, MemoryPercent: 25, Cores: 10}),
+			want:  Assignment{{nv("GPU-0", 4000, 10), nv("GPU-1", 2000, 10)}},
+		},
+		{
+			name:       "whole card's memory on a card already used",
+			cards:      []Card{testCard("GPU-0")},
+			used:       []Usage{{Sharers: 1, MemoryMiB: 1}},
+			req:        one(Request{Count: 1, MemoryPercent: 100}),
+			wantReason: "1/1 cards: insufficient memory",
+		},
+		{
+			name:       "insufficient cores",
+			cards:      []Card{testCard("GPU-0")},
+			used:       []Usage{{Sharers: 1, MemoryMiB: 1000, Cores: 80}},
+			req:        one(Request{Count: 1, MemoryMiB: 1000, Cores: 30}),
+			wantReason: "1/1 cards: insufficient cores",
+		},
+		{
+			name:  "cores above 100 are granted as 100",
+			cards: []Card{testCard("GPU-0")},
+			req:   one(Request{Count: 1, MemoryMiB: 1000, Cores: 150}),
+			want:  Assignment{{nv("GPU-0", 1000, 100)}},
+		},
+		{
+			name:       "exclusive refused on a card with a sharer",
+			cards:      []Card{testCard("GPU-0")},
+			used:       []Usage{{Sharers: 1, MemoryMiB: 1000}},
+			req:        one(Request{Count: 1, MemoryMiB: 1000, Cores: 100}),
+			wantReason: "1/1 cards: exclusive use conflict",
+		},
+		{
+			name:  "exclusive accepted on an empty card",
+			cards: []Card{testCard("GPU-0")},
+			req:   one(Request{Count: 1, MemoryPercent: 100, Cores: 100}),
+			want:  Assignment{{nv("GPU-0", 16000, 100)}},
+		},
+		{
+			name:  "exclusive skips the shared card for the empty one",
+			cards: []Card{testCard("GPU-0"), testCard("GPU-1")},
+			used:  []Usage{{Sharers: 1, MemoryMiB: 1000}, {}},
+			req:   one(Request{Count: 1, MemoryMiB: 1000, Cores: 100}),
+			want:  Assignment{{nv("GPU-1", 1000, 100)}},
+		},
+		{
+			name:       "zero cores refused on a card whose cores are fully used",
+			cards:      []Card{testCard("GPU-0")},
+			used:       []Usage{{Sharers: 1, MemoryMiB: 1000, Cores: 100}},
+			req:        one(mem1000),
+			wantReason: "1/1 cards: cores fully used",
+		},
+		{
+			name:  "zero cores accepted on a card with cores left",
+			cards: []Card{testCard("GPU-0")},
+			used:  []Usage{{Sharers: 1, MemoryMiB: 1000, Cores: 99}},
+			req:   one(mem1000),
+			want:  Assignment{{nv("GPU-0", 1000, 0)}},
+		},
+		{
+			name:  "two cards for one container are distinct",
+			cards: []Card{testCard("GPU-0"), testCard("GPU-1")},
+			req:   one(Request{Count: 2, MemoryMiB: 1000}),
+			want:  Assignment{{nv("GPU-0", 1000, 0), nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:       "three cards wanted, two on the node",
+			cards:      []Card{testCard("GPU-0"), testCard("GPU-1")},
+			req:        one(Request{Count: 3, MemoryMiB: 1000}),
+			wantReason: "2/2 cards free, 3 wanted",
+		},
+		{
+			name:  "second container sees the first one's memory",
+			cards: []Card{testCard("GPU-0")},
+			req: PodRequest{Containers: []Request{
+				{Count: 1, MemoryPercent: 60},
+				{Count: 1, MemoryPercent: 60},
+			}},
+			wantReason:    "1/1 cards: insufficient memory",
+			wantContainer: 1,
+		},
+		{
+			name:  "second container goes to the card the first left free",
+			cards: []Card{testCard("GPU-0"), testCard("GPU-1")},
+			req: PodRequest{Containers: []Request{
+				{Count: 1, MemoryMiB: 10000},
+				{Count: 1, MemoryMiB: 10000},
+			}},
+			want: Assignment{{nv("GPU-0", 10000, 0)}, {nv("GPU-1", 10000, 0)}},
+		},
+		{
+			name:  "second container sees the first one's share",
+			cards: []Card{testCard("GPU-0", withSplit(1))},
+			req: PodRequest{Containers: []Request{
+				{Count: 1, MemoryMiB: 100},
+				{Count: 1, MemoryMiB: 100},
+			}},
+			wantReason:    "1/1 cards: all shares in use",
+			wantContainer: 1,
+		},
+		{
+			name:  "second container sees the first one's exclusive cores",
+			cards: []Card{testCard("GPU-0")},
+			req: PodRequest{Containers: []Request{
+				{Count: 1, MemoryMiB: 100, Cores: 100},
+				{Count: 1, MemoryMiB: 100},
+			}},
+			wantReason:    "1/1 cards: cores fully used",
+			wantContainer: 1,
+		},
+		{
+			name:  "containers sharing one card",
+			cards: []Card{testCard("GPU-0")},
+			req: PodRequest{Containers: []Request{
+				{Count: 1, MemoryMiB: 8000, Cores: 50},
+				{Count: 1, MemoryMiB: 8000, Cores: 50},
+			}},
+			want: Assignment{{nv("GPU-0", 8000, 50)}, {nv("GPU-0", 8000, 50)}},
+		},
+		{
+			name:  "empty entries keep indexes aligned with containers",
+			cards: []Card{testCard("GPU-0")},
+			req:   PodRequest{Containers: []Request{{}, mem1000, {}}},
+			want:  Assignment{nil, {nv("GPU-0", 1000, 0)}, nil},
+		},
+		{
+			name:  "init container and main container both placed",
+			cards: []Card{testCard("GPU-0"), testCard("GPU-1")},
+			req:   PodRequest{Containers: []Request{{Count: 1, MemoryMiB: 2000}, {}, {Count: 1, MemoryMiB: 3000}}},
+			want:  Assignment{{nv("GPU-0", 2000, 0)}, nil, {nv("GPU-1", 3000, 0)}},
+		},
+		{
+			name:          "rejection names the failing container",
+			cards:         []Card{testCard("GPU-0")},
+			req:           PodRequest{Containers: []Request{{}, mem1000, {Count: 1, MemoryMiB: 20000}}},
+			wantReason:    "1/1 cards: insufficient memory",
+			wantContainer: 2,
+		},
+		{
+			name:  "pod asking nothing gets only empty entries",
+			cards: []Card{testCard("GPU-0")},
+			req:   PodRequest{Containers: []Request{{}, {}}},
+			want:  Assignment{nil, nil},
+		},
+		{
+			name:  "unhealthy card skipped",
+			cards: []Card{testCard("GPU-0", unhealthy), testCard("GPU-1")},
+			req:   one(mem1000),
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:       "only card unhealthy",
+			cards:      []Card{testCard("GPU-0", unhealthy)},
+			req:        one(mem1000),
+			wantReason: "1/1 cards: unhealthy",
+		},
+		{
+			name:  "cordoned card skipped",
+			cards: []Card{testCard("GPU-0", cordoned), testCard("GPU-1")},
+			req:   one(mem1000),
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:       "only card cordoned",
+			cards:      []Card{testCard("GPU-0", cordoned)},
+			req:        one(mem1000),
+			wantReason: "1/1 cards: cordoned",
+		},
+		{
+			name:       "split count exhausted",
+			cards:      []Card{testCard("GPU-0", withSplit(2))},
+			used:       []Usage{{Sharers: 2, MemoryMiB: 2000}},
+			req:        one(mem1000),
+			wantReason: "1/1 cards: all shares in use",
+		},
+		{
+			name:       "card registered without a split count takes nothing",
+			cards:      []Card{testCard("GPU-0", withSplit(0))},
+			req:        one(mem1000),
+			wantReason: "1/1 cards: all shares in use",
+		},
+		{
+			name:  "use model",
+			cards: []Card{testCard("GPU-0"), testCard("GPU-1", withModel(modelA100))},
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{UseModels: []string{"A100"}}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:  "use model matches a substring of the upper-cased model",
+			cards: []Card{testCard("GPU-0", withModel(modelA100)), testCard("GPU-1")},
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{UseModels: []string{"TESLA T4"}}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:  "any of several wanted models",
+			cards: []Card{testCard("GPU-0", withModel("NVIDIA-H100")), testCard("GPU-1")},
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{UseModels: []string{"A100", "T4"}}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:  "avoid model",
+			cards: []Card{testCard("GPU-0"), testCard("GPU-1", withModel(modelA100))},
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{AvoidModels: []string{"T4"}}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:  "use and avoid model together",
+			cards: []Card{testCard("GPU-0", withModel(modelA100)), testCard("GPU-1")},
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{UseModels: []string{"NVIDIA"}, AvoidModels: []string{"A100"}}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:       "no card of the wanted model",
+			cards:      []Card{testCard("GPU-0"), testCard("GPU-1", withModel(modelA100))},
+			req:        PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{UseModels: []string{"H100"}}},
+			wantReason: "2/2 cards: card type not wanted",
+		},
+		{
+			name:  "use uuid",
+			cards: []Card{testCard("GPU-0"), testCard("GPU-1")},
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{UseUUIDs: []string{"GPU-1"}}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:  "avoid uuid",
+			cards: []Card{testCard("GPU-0"), testCard("GPU-1")},
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{AvoidUUIDs: []string{"GPU-0"}}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:       "uuid must match exactly",
+			cards:      []Card{testCard("GPU-0"), testCard("GPU-1")},
+			req:        PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{UseUUIDs: []string{"GPU"}}},
+			wantReason: "2/2 cards: card uuid not wanted",
+		},
+		{
+			name:       "sharing mode not wanted",
+			cards:      []Card{testCard("GPU-0")},
+			req:        PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{Mode: "mig"}},
+			wantReason: "1/1 cards: sharing mode not wanted",
+		},
+		{
+			name:  "sharing mode wanted",
+			cards: []Card{testCard("GPU-0"), testCard("GPU-1", withMode("mps"))},
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{Mode: "mps"}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:  "NUMA bind puts both cards on one NUMA node",
+			cards: []Card{testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(1)), testCard("GPU-2", onNUMA(1))},
+			req:   PodRequest{Containers: []Request{{Count: 2, MemoryMiB: 1000}}, Preferences: Preferences{NUMABind: true}},
+			want:  Assignment{{nv("GPU-1", 1000, 0), nv("GPU-2", 1000, 0)}},
+		},
+		{
+			name:  "without NUMA bind the cards may span NUMA nodes",
+			cards: []Card{testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(1)), testCard("GPU-2", onNUMA(1))},
+			req:   one(Request{Count: 2, MemoryMiB: 1000}),
+			want:  Assignment{{nv("GPU-0", 1000, 0), nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name: "NUMA bind skips a NUMA node with a refused card",
+			cards: []Card{
+				testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(0), unhealthy),
+				testCard("GPU-2", onNUMA(1)), testCard("GPU-3", onNUMA(1)),
+			},
+			req:  PodRequest{Containers: []Request{{Count: 2, MemoryMiB: 1000}}, Preferences: Preferences{NUMABind: true}},
+			want: Assignment{{nv("GPU-2", 1000, 0), nv("GPU-3", 1000, 0)}},
+		},
+		{
+			name:         "NUMA bind fails when no NUMA node has two free cards",
+			cards:        []Card{testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(1))},
+			req:          PodRequest{Containers: []Request{{Count: 2, MemoryMiB: 1000}}, Preferences: Preferences{NUMABind: true}},
+			wantReason:   "1/2 cards free on one NUMA node, 2 wanted",
+			wantNUMABind: true,
+		},
+		{
+			name:  "spread picks the least loaded card",
+			cards: threeCards,
+			used:  threeLoads,
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{Policy: CardSpread}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:  "binpack picks the most loaded card",
+			cards: threeCards,
+			used:  threeLoads,
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{Policy: CardBinpack}},
+			want:  Assignment{{nv("GPU-2", 1000, 0)}},
+		},
+		{
+			name:  "no policy means spread",
+			cards: threeCards,
+			used:  threeLoads,
+			req:   one(mem1000),
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:  "spread orders several cards by rising load",
+			cards: threeCards,
+			used:  threeLoads,
+			req:   PodRequest{Containers: []Request{{Count: 3, MemoryMiB: 1000}}, Preferences: Preferences{Policy: CardSpread}},
+			want:  Assignment{{nv("GPU-1", 1000, 0), nv("GPU-0", 1000, 0), nv("GPU-2", 1000, 0)}},
+		},
+		{
+			name:  "binpack orders several cards by falling load",
+			cards: threeCards,
+			used:  threeLoads,
+			req:   PodRequest{Containers: []Request{{Count: 3, MemoryMiB: 1000}}, Preferences: Preferences{Policy: CardBinpack}},
+			want:  Assignment{{nv("GPU-2", 1000, 0), nv("GPU-0", 1000, 0), nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:  "binpack falls back to a less loaded card when the busiest refuses",
+			cards: threeCards,
+			used:  []Usage{{Sharers: 1, MemoryMiB: 4000, Cores: 20}, {}, {Sharers: 2, MemoryMiB: 15500, Cores: 40}},
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{Policy: CardBinpack}},
+			want:  Assignment{{nv("GPU-0", 1000, 0)}},
+		},
+		{
+			name:       "reasons are counted per card",
+			cards:      []Card{testCard("GPU-0", unhealthy), testCard("GPU-1"), testCard("GPU-2")},
+			used:       []Usage{{}, {Sharers: 1, MemoryMiB: 15000}, {}},
+			req:        one(Request{Count: 2, MemoryMiB: 4000}),
+			wantReason: "1/3 cards: unhealthy, 1/3 cards: insufficient memory, 1/3 cards free, 2 wanted",
+		},
+		{
+			name:       "node without cards",
+			cards:      nil,
+			req:        one(mem1000),
+			wantReason: "no card",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			used := tt.used
+			if used == nil {
+				used = make([]Usage, len(tt.cards))
+			}
+			got, rej := FitPod("NVIDIA", tt.cards, used, &tt.req)
+			if tt.wantReason != "" {
+				if rej == nil {
+					t.Fatalf("FitPod() = %v, want rejection %q", got, tt.wantReason)
+				}
+				if got != nil {
+					t.Errorf("FitPod() returned assignment %v along with a rejection", got)
+				}
+				if r := rej.Reason(); r != tt.wantReason {
+					t.Errorf("Reason() = %q, want %q", r, tt.wantReason)
+				}
+				if rej.Container != tt.wantContainer {
+					t.Errorf("rejection for container %d, want %d", rej.Container, tt.wantContainer)
+				}
+				if rej.Cards != len(tt.cards) {
+					t.Errorf("rejection counts %d cards, node has %d", rej.Cards, len(tt.cards))
+				}
+				if want := tt.req.Containers[tt.wantContainer].Count; rej.Wanted != want {
+					t.Errorf("rejection wanted %d cards, container asked %d", rej.Wanted, want)
+				}
+				if rej.NUMABind != tt.wantNUMABind {
+					t.Errorf("rejection NUMABind = %v, want %v", rej.NUMABind, tt.wantNUMABind)
+				}
+				return
+			}
+			if rej != nil {
+				t.Fatalf("FitPod() rejected: %s (container %d)", rej.Reason(), rej.Container)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("FitPod()\n got %v\nwant %v", got, tt.want)
+			}
+			if len(got) != len(tt.req.Containers) {
+				t.Errorf("assignment has %d entries for %d containers", len(got), len(tt.req.Containers))
+			}
+			for i, grants := range got {
+				if n := int(tt.req.Containers[i].Count); len(grants) != n {
+					t.Errorf("container %d got %d cards, asked %d", i, len(grants), n)
+				}
+				uuids := map[string]bool{}
+				for _, g := range grants {
+					if uuids[g.UUID] {
+						t.Errorf("container %d got card %s twice", i, g.UUID)
+					}
+					uuids[g.UUID] = true
+				}
+			}
+		})
+	}
+}
+
+func TestFitPodVendorWord(t *testing.T) {
+	tests := []struct {
+		name   string
+		vendor string
+	}{
+		{name: "NVIDIA", vendor: "NVIDIA"},
+		{name: "other vendor", vendor: "DCU"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := one(Request{Count: 2, MemoryMiB: 1})
+			a, rej := FitPod(tt.vendor, []Card{testCard("A"), testCard("B")}, make([]Usage, 2), &req)
+			if rej != nil {
+				t.Fatalf("rejected: %s", rej.Reason())
+			}
+			a.Grants(func(g Grant) {
+				if g.Vendor != tt.vendor {
+					t.Errorf("grant %s has vendor %q, want %q", g.UUID, g.Vendor, tt.vendor)
+				}
+			})
+		})
+	}
+}
+
+func TestFitPodDoesNotModifyUsed(t *testing.T) {
+	cards := []Card{testCard("GPU-0"), testCard("GPU-1", withSplit(2)), testCard("GPU-2")}
+	tests := []struct {
+		name string
+		req  PodRequest
+		fits bool
+	}{
+		{name: "one container", req: one(Request{Count: 2, MemoryMiB: 1000, Cores: 10}), fits: true},
+		{
+			name: "several containers",
+			req: PodRequest{Containers: []Request{
+				{Count: 1, MemoryMiB: 1000, Cores: 10},
+				{},
+				{Count: 3, MemoryMiB: 1000, Cores: 10},
+				{Count: 2, MemoryMiB: 2000},
+			}},
+			fits: true,
+		},
+		{
+			name: "several containers, the last does not fit",
+			req: PodRequest{Containers: []Request{
+				{Count: 3, MemoryMiB: 1000},
+				{Count: 3, MemoryMiB: 1000},
+				{Count: 3, MemoryMiB: 20000},
+			}},
+			fits: false,
+		},
+		{
+			name: "NUMA bind, binpack",
+			req: PodRequest{
+				Containers:  []Request{{Count: 2, MemoryMiB: 1000}, {Count: 1, MemoryMiB: 1000}},
+				Preferences: Preferences{NUMABind: true, Policy: CardBinpack},
+			},
+			fits: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			used := []Usage{{Sharers: 1, MemoryMiB: 500, Cores: 5}, {}, {Sharers: 3, MemoryMiB: 3000, Cores: 30}}
+			before := slices.Clone(used)
+			cardsBefore := slices.Clone(cards)
+			_, rej := FitPod("NVIDIA", cards, used, &tt.req)
+			if (rej == nil) != tt.fits {
+				t.Fatalf("fits = %v, want %v (rejection %v)", rej == nil, tt.fits, rej)
+			}
+			if !reflect.DeepEqual(used, before) {
+				t.Errorf("FitPod modified used: %+v, was %+v", used, before)
+			}
+			if !reflect.DeepEqual(cards, cardsBefore) {
+				t.Errorf("FitPod modified cards: %+v, was %+v", cards, cardsBefore)
+			}
+		})
+	}
+}
+
+func TestFitPodManyCards(t *testing.T) {
+	// More cards than cardOrder's stack buffers hold.
+	tests := []struct {
+		name   string
+		policy CardPolicy
+		want   string
+	}{
+		{name: "spread", policy: CardSpread, want: "GPU-20"},
+		{name: "binpack", policy: CardBinpack, want: "GPU-07"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var cards []Card
+			var used []Usage
+			for i := range 24 {
+				cards = append(cards, testCard(fmt.Sprintf("GPU-%02d", i)))
+				// Every card but GPU-20 has a sharer; GPU-07 is the busiest.
+				u := Usage{Sharers: 1, MemoryMiB: 1000}
+				switch i {
+				case 20:
+					u = Usage{}
+				case 7:
+					u.MemoryMiB = 9000
+				}
+				used = append(used, u)
+			}
+			req := PodRequest{Containers: []Request{{Count: 1, MemoryMiB: 100}}, Preferences: Preferences{Policy: tt.policy}}
+			a, rej := FitPod("NVIDIA", cards, used, &req)
+			if rej != nil {
+				t.Fatalf("rejected: %s", rej.Reason())
+			}
+			if got := a[0][0].UUID; got != tt.want {
+				t.Errorf("picked %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRejectionReason(t *testing.T) {
+	tests := []struct {
+		name string
+		rej  Rejection
+		want string
+	}{
+		{name: "nothing known", rej: Rejection{Cards: 3}, want: "no card"},
+		{
+			name: "reasons in a fixed order",
+			rej:  Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 2, reasonShares: 6}},
+			want: "6/8 cards: all shares in use, 2/8 cards: insufficient memory",
+		},
+		{
+			name: "every reason",
+			rej: Rejection{Cards: 10, counts: [numReasons]int32{
+				reasonUnhealthy: 1, reasonCordoned: 1, reasonModel: 1, reasonUUID: 1, reasonMode: 1,
+				reasonShares: 1, reasonMemory: 1, reasonCores: 1, reasonExclusive: 1, reasonCoresFull: 1,
+			}},
+			want: "1/10 cards: unhealthy, 1/10 cards: cordoned, 1/10 cards: card type not wanted, " +
+				"1/10 cards: card uuid not wanted, 1/10 cards: sharing mode not wanted, 1/10 cards: all shares in use, " +
+				"1/10 cards: insufficient memory, 1/10 cards: insufficient cores, 1/10 cards: exclusive use conflict, " +
+				"1/10 cards: cores fully used",
+		},
+		{
+			name: "free cards on one NUMA node",
+			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numReasons]int32{reasonCordoned: 1}},
+			want: "1/4 cards: cordoned, 2/4 cards free on one NUMA node, 3 wanted",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.rej.Reason(); got != tt.want {
+				t.Errorf("Reason() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNodeLoad(t *testing.T) {
+	// 10 shares, 10000 MiB, 100 cores: one grant of 5000 MiB and 50 cores is
+	// 100+500+500 thousandths, 1100/30 = 36 percent.
+	c := testCard("GPU-0", withMemory(10000))
+	half := Assignment{nil, {nv("GPU-0", 5000, 50)}}
+	tests := []struct {
+		name  string
+		cards []Card
+		used  []Usage
+		a     Assignment
+		want  int64
+	}{
+		{name: "node without cards", want: 0},
+		{name: "idle card, nothing assigned", cards: []Card{c}, used: []Usage{{}}, want: 0},
+		{name: "idle card, half assigned", cards: []Card{c}, used: []Usage{{}}, a: half, want: 36},
+		{name: "card fully used", cards: []Card{c}, used: []Usage{{Sharers: 10, MemoryMiB: 10000, Cores: 100}}, want: 100},
+		{name: "over-used card is capped at 100", cards: []Card{c}, used: []Usage{{Sharers: 20, MemoryMiB: 20000, Cores: 200}}, want: 100},
+		{
+			name:  "full card plus a grant is still capped at 100",
+			cards: []Card{c},
+			used:  []Usage{{Sharers: 10, MemoryMiB: 10000, Cores: 100}},
+			a:     half,
+			want:  100,
+		},
+		{
+			name:  "mean over cards",
+			cards: []Card{c, testCard("GPU-1", withMemory(10000))},
+			used:  []Usage{{Sharers: 10, MemoryMiB: 10000, Cores: 100}, {}},
+			want:  50,
+		},
+		{
+			name:  "grant for an unknown card ignored",
+			cards: []Card{c},
+			used:  []Usage{{}},
+			a:     Assignment{{nv("GPU-9", 5000, 50)}},
+			want:  0,
+		},
+		{
+			name:  "card with no capacity does not divide by zero",
+			cards: []Card{{UUID: "GPU-0", Healthy: true}},
+			used:  []Usage{{Sharers: 1, MemoryMiB: 1, Cores: 1}},
+			want:  0,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := slices.Clone(tt.used)
+			got := NodeLoad(tt.cards, tt.used, tt.a)
+			if got != tt.want {
+				t.Errorf("NodeLoad() = %d, want %d", got, tt.want)
+			}
+			if got < 0 || got > 100 {
+				t.Errorf("NodeLoad() = %d, outside 0-100", got)
+			}
+			if !reflect.DeepEqual(tt.used, before) {
+				t.Errorf("NodeLoad modified used: %+v, was %+v", tt.used, before)
+			}
+		})
+	}
+}
+
+func TestNodeLoadOrdersPolicies(t *testing.T) {
+	// A pod placed on a busier node yields a higher load: binpack prefers it.
+	cards := []Card{testCard("GPU-0")}
+	a := Assignment{{nv("GPU-0", 1000, 10)}}
+	tests := []struct {
+		name         string
+		idle, busier Usage
+	}{
+		{name: "one more sharer", idle: Usage{}, busier: Usage{Sharers: 1}},
+		{name: "more memory", idle: Usage{Sharers: 1, MemoryMiB: 1000}, busier: Usage{Sharers: 1, MemoryMiB: 8000}},
+		{name: "more cores", idle: Usage{Sharers: 1, Cores: 10}, busier: Usage{Sharers: 1, Cores: 60}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			low := NodeLoad(cards, []Usage{tt.idle}, a)
+			high := NodeLoad(cards, []Usage{tt.busier}, a)
+			if low >= high {
+				t.Errorf("load on the idle node %d >= load on the busier node %d", low, high)
+			}
+		})
+	}
+}

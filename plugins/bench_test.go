@@ -1,0 +1,107 @@
+package plugins
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// benchPods are the pod shapes of the benchmarks: one container with one
+// shared card, and four containers with one card each.
+var benchPods = []struct {
+	name string
+	pod  func() *corev1.Pod
+}{
+	{"1card", func() *corev1.Pod { return gpuPod("bench", gpu(1, 4000, 20)) }},
+	{"4containers", func() *corev1.Pod {
+		return gpuPod("bench", gpu(1, 4000, 20), gpu(1, 4000, 20), gpu(1, 4000, 20), gpu(1, 4000, 20))
+	}},
+}
+
+// benchHarness is a plugin over one node with 8 cards of 40 GiB, three of
+// them already shared by resident pods.
+func benchHarness(b *testing.B) (*harness, fwk.NodeInfo) {
+	h := newHarness(b, nil, eightCardNode("n1"))
+	for i := 0; i < 3; i++ {
+		h.schedule(gpuPod(fmt.Sprintf("resident-%d", i), gpu(1, 10000, 30)), "n1")
+	}
+	return h, h.nodeInfo("n1")
+}
+
+func BenchmarkPreFilter(b *testing.B) {
+	for _, bp := range benchPods {
+		b.Run(bp.name, func(b *testing.B) {
+			h, ni := benchHarness(b)
+			pod := bp.pod()
+			nodes := []fwk.NodeInfo{ni}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, st := h.preFilter(pod, nodes...); !st.IsSuccess() {
+					b.Fatal(st)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkFilter(b *testing.B) {
+	for _, bp := range benchPods {
+		b.Run(bp.name, func(b *testing.B) {
+			h, ni := benchHarness(b)
+			pod := bp.pod()
+			state, _ := h.preFilter(pod, ni)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if st := h.plugin.Filter(h.ctx, state, pod, ni); !st.IsSuccess() {
+					b.Fatal(st)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkScore(b *testing.B) {
+	for _, bp := range benchPods {
+		b.Run(bp.name, func(b *testing.B) {
+			h, ni := benchHarness(b)
+			pod := bp.pod()
+			state, _ := h.preFilter(pod, ni)
+			if st := h.plugin.Filter(h.ctx, state, pod, ni); !st.IsSuccess() {
+				b.Fatal(st)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, st := h.plugin.Score(h.ctx, state, pod, ni); !st.IsSuccess() {
+					b.Fatal(st)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReserve assumes the pod's cards; re-assuming the same pod
+// replaces its previous entry, so the cache stays the same size.
+func BenchmarkReserve(b *testing.B) {
+	for _, bp := range benchPods {
+		b.Run(bp.name, func(b *testing.B) {
+			h, ni := benchHarness(b)
+			pod := bp.pod()
+			state, _ := h.preFilter(pod, ni)
+			if st := h.plugin.Filter(h.ctx, state, pod, ni); !st.IsSuccess() {
+				b.Fatal(st)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if st := h.plugin.Reserve(h.ctx, state, pod, "n1"); !st.IsSuccess() {
+					b.Fatal(st)
+				}
+			}
+		})
+	}
+}

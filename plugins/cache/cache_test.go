@@ -1,0 +1,330 @@
+package cache
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
+)
+
+// gpuNode is a node with n healthy cards of 10 shares and 10000 MiB each.
+func gpuNode(name string, n int) *corev1.Node {
+	var cards []string
+	for i := 0; i < n; i++ {
+		cards = append(cards, fmt.Sprintf(`{"id":"%s-gpu%d","index":%d,"count":10,"devmem":10000,"devcore":100,"type":"NVIDIA-A100","health":true}`, name, i, i))
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			nvidia.RegisterAnnotation: "[" + strings.Join(cards, ",") + "]",
+		}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			"nvidia.com/gpu": *resource.NewQuantity(int64(n*10), resource.DecimalSI),
+		}},
+	}
+}
+
+// boundPod is a pod bound to node whose allocated annotation is assignment.
+func boundPod(uid, node, assignment string) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-" + uid, Namespace: "default", UID: types.UID(uid), Annotations: map[string]string{}},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	if assignment != "" {
+		p.Annotations[nvidia.AllocatedAnnotation] = assignment
+		p.Annotations[devices.AssignedNode] = node
+	}
+	return p
+}
+
+func newCache(t testing.TB) *Cache {
+	t.Helper()
+	reg, err := vendors.NewRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(reg)
+}
+
+// usage returns the NVIDIA usage of node's cards.
+func usage(t *testing.T, c *Cache, node string) []devices.Usage {
+	t.Helper()
+	_, used, err := c.Snapshot(node, 0, nil)
+	if err != nil {
+		t.Fatalf("snapshot %s: %v", node, err)
+	}
+	return used
+}
+
+func u(sharers, mem, cores int32) devices.Usage {
+	return devices.Usage{Sharers: sharers, MemoryMiB: mem, Cores: cores}
+}
+
+func assignment(grants ...devices.Grant) []devices.Assignment {
+	return []devices.Assignment{{grants}}
+}
+
+func grant(uuid string, mem, cores int32) devices.Grant {
+	return devices.Grant{UUID: uuid, Vendor: nvidia.VendorWord, MemoryMiB: mem, Cores: cores}
+}
+
+func TestCacheAccounting(t *testing.T) {
+	tests := []struct {
+		name string
+		// steps act on the cache in order.
+		steps []func(t *testing.T, c *Cache)
+		want  []devices.Usage
+		stats Stats
+	}{
+		{
+			name: "bound pod with assignment is accounted",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 2)),
+				setPod(boundPod("a", "n1", "n1-gpu1,NVIDIA,3000,20:;")),
+			},
+			want:  []devices.Usage{u(0, 0, 0), u(1, 3000, 20)},
+			stats: Stats{Nodes: 1, Cards: 2, Pods: 1},
+		},
+		{
+			name: "pods seen before their node are applied when the node arrives (restart rebuild)",
+			steps: []func(*testing.T, *Cache){
+				setPod(boundPod("a", "n1", ";n1-gpu0,NVIDIA,1000,10:n1-gpu1,NVIDIA,1000,10:;")),
+				setPod(boundPod("b", "n1", "n1-gpu0,NVIDIA,2000,0:;")),
+				setNode(gpuNode("n1", 2)),
+			},
+			want:  []devices.Usage{u(2, 3000, 10), u(1, 1000, 10)},
+			stats: Stats{Nodes: 1, Cards: 2, Pods: 2},
+		},
+		{
+			name: "deleted pod releases its cards",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				setPod(boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;")),
+				func(t *testing.T, c *Cache) { c.RemovePod(boundPod("a", "n1", "")) },
+			},
+			want:  []devices.Usage{u(0, 0, 0)},
+			stats: Stats{Nodes: 1, Cards: 1},
+		},
+		{
+			name: "terminated pod releases its cards",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				setPod(boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;")),
+				func(t *testing.T, c *Cache) {
+					p := boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;")
+					p.Status.Phase = corev1.PodSucceeded
+					mustSetPod(t, c, p)
+				},
+			},
+			want:  []devices.Usage{u(0, 0, 0)},
+			stats: Stats{Nodes: 1, Cards: 1},
+		},
+		{
+			name: "update of an accounted pod is not counted twice",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				setPod(boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;")),
+				setPod(boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;")),
+			},
+			want:  []devices.Usage{u(1, 3000, 20)},
+			stats: Stats{Nodes: 1, Cards: 1, Pods: 1},
+		},
+		{
+			name: "assumed then confirmed by the informer counts once",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				assume(boundPod("a", "", ""), "n1", assignment(grant("n1-gpu0", 3000, 20))),
+				// PreBind's patch: annotations, not bound yet.
+				setPod(func() *corev1.Pod {
+					p := boundPod("a", "", "n1-gpu0,NVIDIA,3000,20:;")
+					p.Annotations[devices.AssignedNode] = "n1"
+					return p
+				}()),
+				setPod(boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;")),
+				// Unreserve after confirmation must not release.
+				func(t *testing.T, c *Cache) { c.Forget(boundPod("a", "n1", "")) },
+			},
+			want:  []devices.Usage{u(1, 3000, 20)},
+			stats: Stats{Nodes: 1, Cards: 1, Pods: 1},
+		},
+		{
+			name: "unreserve forgets an assumed assignment",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				assume(boundPod("a", "", ""), "n1", assignment(grant("n1-gpu0", 3000, 20))),
+				func(t *testing.T, c *Cache) { c.Forget(boundPod("a", "", "")) },
+			},
+			want:  []devices.Usage{u(0, 0, 0)},
+			stats: Stats{Nodes: 1, Cards: 1},
+		},
+		{
+			name: "assumed pod is kept while the informer still shows it unbound",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				assume(boundPod("a", "", ""), "n1", assignment(grant("n1-gpu0", 3000, 20))),
+				setPod(boundPod("a", "", "")),
+			},
+			want:  []devices.Usage{u(1, 3000, 20)},
+			stats: Stats{Nodes: 1, Cards: 1, Pods: 1, AssumedPods: 1},
+		},
+		{
+			name: "unbound pod with stale annotations holds nothing",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				setPod(func() *corev1.Pod {
+					p := boundPod("a", "", "n1-gpu0,NVIDIA,3000,20:;")
+					p.Annotations[devices.AssignedNode] = "n1"
+					return p
+				}()),
+			},
+			want:  []devices.Usage{u(0, 0, 0)},
+			stats: Stats{Nodes: 1, Cards: 1},
+		},
+		{
+			name: "pod bound to another node than its annotation holds nothing",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				setPod(func() *corev1.Pod {
+					p := boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;")
+					p.Annotations[devices.AssignedNode] = "n2"
+					return p
+				}()),
+			},
+			want:  []devices.Usage{u(0, 0, 0)},
+			stats: Stats{Nodes: 1, Cards: 1},
+		},
+		{
+			name: "node inventory update keeps usage of cards still present",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				setPod(boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;")),
+				setNode(gpuNode("n1", 2)),
+			},
+			want:  []devices.Usage{u(1, 3000, 20), u(0, 0, 0)},
+			stats: Stats{Nodes: 1, Cards: 2, Pods: 1},
+		},
+		{
+			name: "node removed and re-added gets its pods' usage back",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				setPod(boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;")),
+				func(t *testing.T, c *Cache) { c.RemoveNode("n1") },
+				setNode(gpuNode("n1", 1)),
+			},
+			want:  []devices.Usage{u(1, 3000, 20)},
+			stats: Stats{Nodes: 1, Cards: 1, Pods: 1},
+		},
+		{
+			name: "grant naming an unknown card is ignored",
+			steps: []func(*testing.T, *Cache){
+				setNode(gpuNode("n1", 1)),
+				setPod(boundPod("a", "n1", "GPU-elsewhere,NVIDIA,3000,20:;")),
+			},
+			want:  []devices.Usage{u(0, 0, 0)},
+			stats: Stats{Nodes: 1, Cards: 1, Pods: 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCache(t)
+			for _, step := range tt.steps {
+				step(t, c)
+			}
+			got := usage(t, c, "n1")
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Errorf("usage = %v, want %v", got, tt.want)
+			}
+			if s := c.Stats(); s != tt.stats {
+				t.Errorf("stats = %+v, want %+v", s, tt.stats)
+			}
+		})
+	}
+}
+
+func setNode(n *corev1.Node) func(*testing.T, *Cache) {
+	return func(t *testing.T, c *Cache) { c.SetNode(n) }
+}
+
+func setPod(p *corev1.Pod) func(*testing.T, *Cache) {
+	return func(t *testing.T, c *Cache) { mustSetPod(t, c, p) }
+}
+
+func mustSetPod(t *testing.T, c *Cache, p *corev1.Pod) {
+	t.Helper()
+	if err := c.SetPod(p); err != nil {
+		t.Fatalf("SetPod: %v", err)
+	}
+}
+
+func assume(p *corev1.Pod, node string, a []devices.Assignment) func(*testing.T, *Cache) {
+	return func(t *testing.T, c *Cache) {
+		if err := c.Assume(p, node, a); err != nil {
+			t.Fatalf("Assume: %v", err)
+		}
+	}
+}
+
+func TestSetPodRejectsMalformedAssignment(t *testing.T) {
+	c := newCache(t)
+	c.SetNode(gpuNode("n1", 1))
+	mustSetPod(t, c, boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;"))
+	err := c.SetPod(boundPod("a", "n1", "n1-gpu0,NVIDIA,lots,20:;"))
+	if err == nil || !strings.Contains(err.Error(), nvidia.AllocatedAnnotation) {
+		t.Fatalf("SetPod error = %v, want one naming %s", err, nvidia.AllocatedAnnotation)
+	}
+	// A confirmed pod whose annotation turned unreadable is released rather
+	// than kept at a stale value.
+	if got := usage(t, c, "n1"); got[0] != (devices.Usage{}) {
+		t.Errorf("usage = %v, want released", got)
+	}
+}
+
+func TestSnapshotErrors(t *testing.T) {
+	c := newCache(t)
+	if _, _, err := c.Snapshot("nowhere", 0, nil); err != ErrUnknownNode {
+		t.Errorf("unknown node: err = %v, want ErrUnknownNode", err)
+	}
+	bad := gpuNode("bad", 1)
+	bad.Annotations[nvidia.RegisterAnnotation] = "garbage"
+	c.SetNode(bad)
+	if _, _, err := c.Snapshot("bad", 0, nil); err == nil || !strings.Contains(err.Error(), nvidia.RegisterAnnotation) {
+		t.Errorf("garbage inventory: err = %v, want one naming the annotation", err)
+	}
+	plain := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}}
+	c.SetNode(plain)
+	cards, _, err := c.Snapshot("cpu", 0, nil)
+	if err != nil || cards != nil {
+		t.Errorf("node without cards: cards=%v err=%v, want nil, nil", cards, err)
+	}
+}
+
+func TestAssumeRefusesAConfirmedPod(t *testing.T) {
+	c := newCache(t)
+	c.SetNode(gpuNode("n1", 1))
+	mustSetPod(t, c, boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;"))
+	if err := c.Assume(boundPod("a", "n1", ""), "n1", assignment(grant("n1-gpu0", 1, 1))); err == nil {
+		t.Fatal("Assume of a pod that already holds cards succeeded")
+	}
+	if got := usage(t, c, "n1"); got[0] != u(1, 3000, 20) {
+		t.Errorf("usage = %v, want unchanged", got)
+	}
+}
+
+func TestSnapshotCopiesUsage(t *testing.T) {
+	c := newCache(t)
+	c.SetNode(gpuNode("n1", 1))
+	mustSetPod(t, c, boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;"))
+	_, used, _ := c.Snapshot("n1", 0, nil)
+	used[0].MemoryMiB = 0
+	if got := usage(t, c, "n1"); got[0].MemoryMiB != 3000 {
+		t.Errorf("changing a snapshot changed the cache: %v", got)
+	}
+}

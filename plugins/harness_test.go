@@ -1,0 +1,181 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
+
+	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+)
+
+// fakeHandle is the part of fwk.Handle the plugin uses; anything else
+// panics through the nil embedded interface, which a test would notice.
+type fakeHandle struct {
+	fwk.Handle
+	client    clientset.Interface
+	informers informers.SharedInformerFactory
+	recorder  *events.FakeRecorder
+}
+
+func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }
+func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
+func (h *fakeHandle) EventRecorder() events.EventRecorderLogger              { return h.recorder }
+
+// harness is a plugin over a fake API server holding objs.
+type harness struct {
+	t      testing.TB
+	ctx    context.Context
+	client *fake.Clientset
+	handle *fakeHandle
+	plugin *Plugin
+}
+
+func newHarness(t testing.TB, args *Args, objs ...runtime.Object) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	client := fake.NewClientset(objs...)
+	h := &harness{t: t, ctx: ctx, client: client, handle: &fakeHandle{
+		client:    client,
+		informers: informers.NewSharedInformerFactory(client, 0),
+		recorder:  events.NewFakeRecorder(100),
+	}}
+	var obj runtime.Object
+	if args != nil {
+		raw, err := jsonArgs(args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
+	}
+	pl, err := New(ctx, obj, h.handle)
+	if err != nil {
+		cancel()
+		t.Fatalf("New: %v", err)
+	}
+	h.plugin = pl.(*Plugin)
+	h.handle.informers.Start(ctx.Done())
+	h.handle.informers.WaitForCacheSync(ctx.Done())
+	deadline := time.Now().Add(10 * time.Second)
+	for !h.plugin.synced() {
+		if time.Now().After(deadline) {
+			t.Fatal("device cache never synced")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Cleanup(func() {
+		cancel()
+		h.handle.informers.Shutdown()
+	})
+	return h
+}
+
+// cardSpec describes one card of a test node.
+type cardSpec struct {
+	id      string
+	memMiB  int
+	cores   int
+	split   int
+	numa    int
+	healthy bool
+}
+
+func card(id string, memMiB int) cardSpec {
+	return cardSpec{id: id, memMiB: memMiB, cores: 100, split: 10, healthy: true}
+}
+
+// gpuNode registers cards as HAMi's device plugin would.
+func gpuNode(name string, cards ...cardSpec) *corev1.Node {
+	var entries []string
+	for i, c := range cards {
+		entries = append(entries, fmt.Sprintf(`{"id":%q,"index":%d,"count":%d,"devmem":%d,"devcore":%d,"type":"NVIDIA-A100","numa":%d,"health":%t}`,
+			c.id, i, c.split, c.memMiB, c.cores, c.numa, c.healthy))
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{
+			nvidia.RegisterAnnotation: "[" + strings.Join(entries, ",") + "]",
+		}},
+		Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{
+			"nvidia.com/gpu": *resource.NewQuantity(int64(10*len(cards)), resource.DecimalSI),
+		}},
+	}
+}
+
+// eightCardNode is a node with 8 cards of 40 GiB.
+func eightCardNode(name string) *corev1.Node {
+	var cards []cardSpec
+	for i := 0; i < 8; i++ {
+		cards = append(cards, card(fmt.Sprintf("%s-gpu%d", name, i), 40960))
+	}
+	return gpuNode(name, cards...)
+}
+
+// gpu is a container's NVIDIA limits.
+func gpu(count, memMiB, cores int64) corev1.ResourceList {
+	l := corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(count, resource.DecimalSI)}
+	if memMiB > 0 {
+		l["nvidia.com/gpumem"] = *resource.NewQuantity(memMiB, resource.DecimalSI)
+	}
+	if cores > 0 {
+		l["nvidia.com/gpucores"] = *resource.NewQuantity(cores, resource.DecimalSI)
+	}
+	return l
+}
+
+// gpuPod has one container per limits entry; a nil entry asks for nothing.
+func gpuPod(name string, limits ...corev1.ResourceList) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID("uid-" + name), Annotations: map[string]string{}}}
+	for i, l := range limits {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: fmt.Sprintf("c%d", i), Resources: corev1.ResourceRequirements{Limits: l}})
+	}
+	return p
+}
+
+func (h *harness) nodeInfo(name string) fwk.NodeInfo {
+	h.t.Helper()
+	node, err := h.client.CoreV1().Nodes().Get(h.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	ni := framework.NewNodeInfo()
+	ni.SetNode(node)
+	return ni
+}
+
+// preFilter runs PreFilter on a fresh cycle state.
+func (h *harness) preFilter(pod *corev1.Pod, nodes ...fwk.NodeInfo) (fwk.CycleState, *fwk.Status) {
+	state := framework.NewCycleState()
+	_, st := h.plugin.PreFilter(h.ctx, state, pod, nodes)
+	return state, st
+}
+
+// schedule runs PreFilter, Filter and Reserve of pod on node, failing the
+// test on any error.
+func (h *harness) schedule(pod *corev1.Pod, node string) fwk.CycleState {
+	h.t.Helper()
+	ni := h.nodeInfo(node)
+	state, st := h.preFilter(pod, ni)
+	if !st.IsSuccess() {
+		h.t.Fatalf("PreFilter %s: %v", pod.Name, st)
+	}
+	if st := h.plugin.Filter(h.ctx, state, pod, ni); !st.IsSuccess() {
+		h.t.Fatalf("Filter %s on %s: %v", pod.Name, node, st)
+	}
+	if st := h.plugin.Reserve(h.ctx, state, pod, node); !st.IsSuccess() {
+		h.t.Fatalf("Reserve %s on %s: %v", pod.Name, node, st)
+	}
+	return state
+}

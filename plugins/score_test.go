@@ -1,0 +1,56 @@
+package plugins
+
+import (
+	"testing"
+
+	fwk "k8s.io/kube-scheduler/framework"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+func TestScoreFollowsNodePolicy(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       *Args
+		annotation string
+		// wantBusyFirst: the busy node must outscore the idle one.
+		wantBusyFirst bool
+	}{
+		{name: "default binpack", wantBusyFirst: true},
+		{name: "spread by args", args: &Args{NodeSchedulerPolicy: devices.NodeSpread}, wantBusyFirst: false},
+		{name: "spread by annotation", annotation: "spread", wantBusyFirst: false},
+		{name: "binpack annotation over spread args", args: &Args{NodeSchedulerPolicy: devices.NodeSpread}, annotation: "binpack", wantBusyFirst: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.args, eightCardNode("busy"), eightCardNode("idle"))
+			h.schedule(gpuPod("resident", gpu(4, 30000, 50)), "busy")
+			pod := gpuPod("new", gpu(1, 1000, 10))
+			if tt.annotation != "" {
+				pod.Annotations[devices.NodePolicyAnnotation] = tt.annotation
+			}
+			busy, idle := h.nodeInfo("busy"), h.nodeInfo("idle")
+			state, st := h.preFilter(pod, busy, idle)
+			if !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			scores := map[string]int64{}
+			for _, ni := range []fwk.NodeInfo{busy, idle} {
+				if st := h.plugin.Filter(h.ctx, state, pod, ni); !st.IsSuccess() {
+					t.Fatal(st)
+				}
+				s, st := h.plugin.Score(h.ctx, state, pod, ni)
+				if !st.IsSuccess() {
+					t.Fatal(st)
+				}
+				if s < 0 || s > fwk.MaxNodeScore {
+					t.Errorf("score %d out of range", s)
+				}
+				scores[ni.Node().Name] = s
+			}
+			if got := scores["busy"] > scores["idle"]; got != tt.wantBusyFirst {
+				t.Errorf("scores %v: busy first = %v, want %v", scores, got, tt.wantBusyFirst)
+			}
+		})
+	}
+}

@@ -1,0 +1,329 @@
+package webhook
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+const allocated = "hami.io/vgpu-devices-allocated"
+
+func resourceQuota(name string, hard ...string) *corev1.ResourceQuota {
+	rq := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNamespace},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{}},
+	}
+	for i := 0; i+1 < len(hard); i += 2 {
+		rq.Spec.Hard[corev1.ResourceName(hard[i])] = quantity(hard[i+1])
+	}
+	return rq
+}
+
+func memoryQuota(name, mib string) *corev1.ResourceQuota {
+	return resourceQuota(name, "limits.nvidia.com/gpumem", mib)
+}
+
+func coresQuota(name, cores string) *corev1.ResourceQuota {
+	return resourceQuota(name, "limits.nvidia.com/gpucores", cores)
+}
+
+func withPriorityClassScope(rq *corev1.ResourceQuota, op corev1.ScopeSelectorOperator, values ...string) *corev1.ResourceQuota {
+	rq.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+		{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: op, Values: values},
+	}}
+	return rq
+}
+
+// holding is an admitted pod whose allocated annotation is assignment.
+func holding(name, assignment string, opts ...podOption) *corev1.Pod {
+	opts = append([]podOption{named(name), phase(corev1.PodRunning), nodeName("node-1"), annotation(allocated, assignment)}, opts...)
+	return newPod(opts...)
+}
+
+func deletedLongAgo(p *corev1.Pod) {
+	past := metav1.NewTime(time.Now().Add(-time.Hour))
+	grace := int64(30)
+	p.DeletionTimestamp = &past
+	p.DeletionGracePeriodSeconds = &grace
+	p.Finalizers = []string{"example.com/hold"}
+}
+
+// TestQuotaCheck is the quota rule on its own: existing pods' assigned
+// memory and cores (from their allocated annotations) plus what the new
+// pod asks (cards x per-card amount), against each ResourceQuota.
+func TestQuotaCheck(t *testing.T) {
+	tests := []struct {
+		name    string
+		objects []client.Object
+		pod     *corev1.Pod
+		refusal string // "" means the pod fits
+	}{
+		{
+			name: "no quota",
+			objects: []client.Object{
+				holding("a", ";GPU-0,NVIDIA,99999,100:;"),
+			},
+			pod: newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+		},
+		{
+			name: "exactly at the limit fits",
+			objects: []client.Object{memoryQuota("gpu", "10000"),
+				holding("a", ";GPU-0,NVIDIA,3000,0:GPU-1,NVIDIA,3000,0:;")},
+			pod: newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "4000")),
+		},
+		{
+			name: "one MiB over the limit",
+			objects: []client.Object{memoryQuota("gpu", "10000"),
+				holding("a", ";GPU-0,NVIDIA,3000,0:GPU-1,NVIDIA,3000,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "4001")),
+			refusal: "limits.nvidia.com/gpumem is 10000 MiB, its pods hold 6000 MiB and this pod asks 4001 MiB more",
+		},
+		{
+			name:    "memory is per card: 2 cards x 2500",
+			objects: []client.Object{memoryQuota("gpu", "10000"), holding("a", ";GPU-0,NVIDIA,6000,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "2", "nvidia.com/gpumem", "2500")),
+			refusal: "this pod asks 5000 MiB more",
+		},
+		{
+			name:    "init containers hold cards too",
+			objects: []client.Object{memoryQuota("gpu", "5000")},
+			pod:     newPod(initContainer("warmup", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000"), limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000")),
+			refusal: "its pods hold 0 MiB and this pod asks 6000 MiB more",
+		},
+		{
+			name: "init container grants of existing pods count",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("a", "GPU-0,NVIDIA,2000,0:;GPU-1,NVIDIA,2000,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1001")),
+			refusal: "its pods hold 4000 MiB",
+		},
+		{
+			name: "terminated pods hold nothing",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("done", ";GPU-0,NVIDIA,5000,0:;", phase(corev1.PodSucceeded)),
+				holding("failed", ";GPU-0,NVIDIA,5000,0:;", phase(corev1.PodFailed))},
+			pod: newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000")),
+		},
+		{
+			name: "pods deleted and past their grace period hold nothing",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("gone", ";GPU-0,NVIDIA,5000,0:;", deletedLongAgo)},
+			pod: newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000")),
+		},
+		{
+			name: "pods of other namespaces do not count",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("elsewhere", ";GPU-0,NVIDIA,5000,0:;", inNamespace("team-b"))},
+			pod: newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000")),
+		},
+		{
+			name: "pending pods without an assignment hold nothing yet",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				newPod(named("pending"), limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000"))},
+			pod: newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000")),
+		},
+		{
+			name: "an unreadable assignment is not counted",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("broken", "GPU-0,NVIDIA,lots,0:;")},
+			pod: newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000")),
+		},
+		{
+			name:    "cores: cards x cores per card",
+			objects: []client.Object{coresQuota("gpu", "200"), holding("a", ";GPU-0,NVIDIA,1000,150:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "2", "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "30")),
+			refusal: "limits.nvidia.com/gpucores is 200, its pods hold 150 and this pod asks 60 more",
+		},
+		{
+			name:    "cores fit",
+			objects: []client.Object{coresQuota("gpu", "210"), holding("a", ";GPU-0,NVIDIA,1000,150:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "2", "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "30")),
+		},
+		{
+			name:    "whole card asks 100 cores per card",
+			objects: []client.Object{coresQuota("gpu", "100"), holding("a", ";GPU-0,NVIDIA,1000,1:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpucores", "100")),
+			refusal: "this pod asks 100 more",
+		},
+		{
+			name:    "memory percentage fits while memory is left",
+			objects: []client.Object{memoryQuota("gpu", "5000"), holding("a", ";GPU-0,NVIDIA,4999,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "50")),
+		},
+		{
+			name:    "memory percentage is refused once the quota is used up",
+			objects: []client.Object{memoryQuota("gpu", "5000"), holding("a", ";GPU-0,NVIDIA,5000,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "50")),
+			refusal: "namespace team-a has used up resource quota gpu: limits.nvidia.com/gpumem is 5000 MiB and its pods hold 5000 MiB",
+		},
+		{
+			name:    "whole card (no memory asked) is refused by a zero memory quota",
+			objects: []client.Object{memoryQuota("no-gpu", "0")},
+			pod:     newPod(limits("nvidia.com/gpu", "1")),
+			refusal: "has used up resource quota no-gpu",
+		},
+		{
+			name:    "a zero memory quota refuses explicit memory",
+			objects: []client.Object{memoryQuota("no-gpu", "0")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1")),
+			refusal: "is over resource quota no-gpu",
+		},
+		{
+			name:    "quota on other resources is ignored",
+			objects: []client.Object{resourceQuota("cpu", "limits.cpu", "1", "requests.nvidia.com/gpu", "0")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+		},
+		{
+			name: "the tightest of several quotas refuses",
+			objects: []client.Object{memoryQuota("loose", "100000"), memoryQuota("tight", "1000"),
+				holding("a", ";GPU-0,NVIDIA,500,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "600")),
+			refusal: "is over resource quota tight",
+		},
+		{
+			name: "scoped quota does not apply to a pod out of its scope",
+			objects: []client.Object{withPriorityClassScope(memoryQuota("high", "1000"), corev1.ScopeSelectorOpIn, "high"),
+				holding("a", ";GPU-0,NVIDIA,1000,0:;", priorityClass("high"))},
+			pod: newPod(priorityClass("low"), limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+		},
+		{
+			name: "scoped quota applies to a pod in its scope",
+			objects: []client.Object{withPriorityClassScope(memoryQuota("high", "1000"), corev1.ScopeSelectorOpIn, "high"),
+				holding("a", ";GPU-0,NVIDIA,1000,0:;", priorityClass("high"))},
+			pod:     newPod(priorityClass("high"), limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1")),
+			refusal: "its pods hold 1000 MiB",
+		},
+		{
+			name: "scoped quota counts only the pods in its scope",
+			objects: []client.Object{withPriorityClassScope(memoryQuota("high", "1000"), corev1.ScopeSelectorOpIn, "high"),
+				holding("low", ";GPU-0,NVIDIA,1000,0:;", priorityClass("low"))},
+			pod: newPod(priorityClass("high"), limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+		},
+		{
+			name: "NotBestEffort scope: a GPU pod with cpu limits is in scope",
+			objects: []client.Object{func() client.Object {
+				rq := memoryQuota("burstable", "500")
+				rq.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeNotBestEffort}
+				return rq
+			}()},
+			pod:     newPod(limits("cpu", "1", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+			refusal: "is over resource quota burstable",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t)
+			reader := fake.NewClientBuilder().WithObjects(tt.objects...).Build()
+			q := NewQuotaChecker(reader, cfg.Registry)
+			pod := tt.pod.DeepCopy()
+			m := cfg.mutatePod(pod)
+			if m.refusal != "" || !m.asks {
+				t.Fatalf("test pod is not a device pod: %+v", m)
+			}
+			refusal, err := q.Check(context.Background(), testNamespace, pod, m.requests)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.refusal == "" {
+				if refusal != "" {
+					t.Fatalf("refused: %s", refusal)
+				}
+				return
+			}
+			if !strings.Contains(refusal, tt.refusal) {
+				t.Fatalf("refusal %q does not contain %q", refusal, tt.refusal)
+			}
+		})
+	}
+}
+
+func TestQuotaCheckReadErrors(t *testing.T) {
+	cfg := testConfig(t)
+	pod := newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"))
+	m := cfg.mutatePod(pod)
+	tests := []struct {
+		name    string
+		objects []client.Object
+		reader  client.Reader
+		want    string
+	}{
+		{name: "quotas cannot be listed", reader: failingReader{}, want: "list resource quotas"},
+		{
+			name:   "pods cannot be listed",
+			reader: podsFailing{fake.NewClientBuilder().WithObjects(memoryQuota("gpu", "1")).Build()},
+			want:   "list pods",
+		},
+		{
+			name:   "a scope selector kube cannot parse",
+			reader: fake.NewClientBuilder().WithObjects(withPriorityClassScope(memoryQuota("bad", "1"), corev1.ScopeSelectorOpIn)).Build(),
+			want:   "resource quota team-a/bad",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			q := NewQuotaChecker(tt.reader, cfg.Registry)
+			refusal, err := q.Check(context.Background(), testNamespace, pod, m.requests)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v (refusal %q), want one containing %q", err, refusal, tt.want)
+			}
+		})
+	}
+}
+
+// podsFailing lists quotas but fails to list pods.
+type podsFailing struct{ client.Reader }
+
+func (p podsFailing) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*corev1.PodList); ok {
+		return errUnavailable
+	}
+	return p.Reader.List(ctx, list, opts...)
+}
+
+// TestDemandOf pins how a pod's ask is counted.
+func TestDemandOf(t *testing.T) {
+	tests := []struct {
+		name string
+		req  devices.PodRequest
+		want demand
+	}{
+		{name: "nothing", req: devices.PodRequest{}, want: demand{}},
+		{
+			name: "count x memory and count x cores, containers summed",
+			req: devices.PodRequest{Containers: []devices.Request{
+				{Count: 2, MemoryMiB: 1000, Cores: 30},
+				{},
+				{Count: 1, MemoryMiB: 500, Cores: 100},
+			}},
+			want: demand{amount: amount{MemoryMiB: 2500, Cores: 160}},
+		},
+		{
+			name: "percentage memory is unknown and adds no MiB",
+			req: devices.PodRequest{Containers: []devices.Request{
+				{Count: 2, MemoryPercent: 50, Cores: 10},
+				{Count: 1, MemoryMiB: 700},
+			}},
+			want: demand{amount: amount{MemoryMiB: 700, Cores: 20}, MemoryUnknown: true},
+		},
+		{
+			name: "large values do not overflow",
+			req:  devices.PodRequest{Containers: []devices.Request{{Count: 1 << 30, MemoryMiB: 1 << 30}}},
+			want: demand{amount: amount{MemoryMiB: 1 << 60}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := demandOf(tt.req); got != tt.want {
+				t.Errorf("demandOf = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,91 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Options are everything cmd/hami-webhook configures.
+type Options struct {
+	Config
+	Server ServerOptions
+	// HealthProbeAddr serves /healthz and /readyz over plain HTTP.
+	HealthProbeAddr string
+	// MetricsAddr serves Prometheus /metrics over plain HTTP; "0" disables.
+	MetricsAddr string
+}
+
+// Run serves the webhook until ctx ends. The server starts listening only
+// once the informer cache of pods and ResourceQuotas has synced, so /readyz
+// (which the Service's endpoints follow) never admits a replica that would
+// check quotas against an empty cache.
+func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := manager.New(restConfig, manager.Options{
+		Scheme:                 scheme,
+		Cache:                  CacheOptions(o.Registry),
+		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress: o.HealthProbeAddr,
+	})
+	if err != nil {
+		return fmt.Errorf("create manager: %w", err)
+	}
+	// Register the informers now so that they start, and are waited for,
+	// with the cache rather than on the first admission request.
+	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.ResourceQuota{}} {
+		if _, err := mgr.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("register informer: %w", err)
+		}
+	}
+	hook, err := NewHTTPHandler(o.Config, mgr.GetCache())
+	if err != nil {
+		return err
+	}
+	server := NewServer(o.Server, map[string]http.Handler{MutatePath: hook})
+	if err := mgr.Add(server); err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("webhook", server.ReadyCheck); err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
+
+// NewHTTPHandler wraps the admission Handler in controller-runtime's
+// AdmissionReview HTTP handling: it decodes the review (v1 or v1beta1),
+// answers malformed ones with a 400 review, recovers a panic into a 500
+// review, and records controller-runtime's webhook request metrics
+// (controller_runtime_webhook_requests_total, _latency_seconds,
+// _in_flight, labelled with MutatePath) in its metrics registry, which the
+// manager's metrics endpoint serves.
+func NewHTTPHandler(cfg Config, reader client.Reader) (http.Handler, error) {
+	handler, err := NewHandler(cfg, reader)
+	if err != nil {
+		return nil, err
+	}
+	return admission.StandaloneWebhook(
+		&admission.Webhook{Handler: handler, RecoverPanic: ptr.To(true)},
+		admission.StandaloneOptions{MetricsPath: MutatePath},
+	)
+}
