@@ -182,6 +182,8 @@ func cardRefuses(c *Card, u Usage, mem, cores int32, p *Preferences) (rejectReas
 		return reasonUUID, true
 	case u.Sharers >= c.Split:
 		return reasonShares, true
+	case p.Exclusive && u.Sharers > 0:
+		return reasonExclusive, true
 	case c.MemoryMiB-u.MemoryMiB < mem:
 		return reasonMemory, true
 	case c.Cores-u.Cores < cores:

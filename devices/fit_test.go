@@ -71,6 +71,20 @@ func TestFitPod(t *testing.T) {
 			wantReason: "1/1 cards: insufficient memory",
 		},
 		{
+			name:  "mutex policy takes only unused cards",
+			cards: threeCards,
+			used:  threeLoads,
+			req:   PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{Exclusive: true, Policy: CardBinpack}},
+			want:  Assignment{{nv("GPU-1", 1000, 0)}},
+		},
+		{
+			name:       "mutex policy on shared cards only",
+			cards:      []Card{testCard("GPU-0")},
+			used:       []Usage{{Sharers: 1, MemoryMiB: 100}},
+			req:        PodRequest{Containers: []Request{mem1000}, Preferences: Preferences{Exclusive: true}},
+			wantReason: "1/1 cards: exclusive use conflict",
+		},
+		{
 			name:  "percentage of the card's memory",
 			cards: []Card{testCard("GPU-0", withMemory(15360))},
 			req:   one(Request{Count: 1, MemoryPercent: 50}),

@@ -36,6 +36,9 @@ func DecodeInventory(s string) ([]Card, error) {
 	}
 	var cards []Card
 	var err error
+	if strings.HasPrefix(trimmed, "{") {
+		return nil, fmt.Errorf("register annotation is a single JSON object; want a JSON array of cards")
+	}
 	if strings.HasPrefix(trimmed, "[") {
 		cards, err = decodeJSONInventory(trimmed)
 	} else {

@@ -100,7 +100,7 @@ func TestDecodeInventory(t *testing.T) {
 		{name: "broken JSON array", in: `[{"id":"GPU-0"`, wantErr: []string{"not a JSON array of cards"}},
 		{name: "JSON array of strings", in: `["GPU-0"]`, wantErr: []string{"not a JSON array of cards"}},
 		{name: "JSON with a string count", in: `[{"id":"GPU-0","count":"10"}]`, wantErr: []string{"not a JSON array of cards"}},
-		{name: "JSON object, not an array", in: `{"id":"GPU-0","count":10,"health":true}`, wantErr: []string{"legacy card"}},
+		{name: "JSON object, not an array", in: `{"id":"GPU-0","count":10,"health":true}`, wantErr: []string{"single JSON object", "JSON array"}},
 		{name: "JSON null", in: `null`, wantErr: []string{"neither a JSON array nor legacy"}},
 		{name: "JSON card without id", in: `[{"count":10,"health":true}]`, wantErr: []string{"card 0 has no id"}},
 		{

@@ -118,6 +118,8 @@ type Preferences struct {
 	Mode string
 	// Policy orders the cards tried: binpack or spread.
 	Policy CardPolicy
+	// Exclusive asks for cards no other container uses (policy "mutex").
+	Exclusive bool
 }
 
 // PodRequest is what a pod asks of one vendor: one Request per container,

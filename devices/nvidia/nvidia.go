@@ -222,14 +222,32 @@ func parsePreferences(annotations map[string]string) (devices.Preferences, error
 		}
 		p.NUMABind = bind
 	}
-	switch policy := devices.CardPolicy(annotations[devices.CardPolicyAnnotation]); policy {
-	case "":
-	case devices.CardSpread, devices.CardBinpack:
-		p.Policy = policy
-	default:
-		return devices.Preferences{}, fmt.Errorf("annotation %s=%q: want %s or %s", devices.CardPolicyAnnotation, policy, devices.CardBinpack, devices.CardSpread)
+	if err := applyCardPolicy(&p, annotations[devices.CardPolicyAnnotation]); err != nil {
+		return devices.Preferences{}, err
 	}
 	return p, nil
+}
+
+// applyCardPolicy reads hami.io/gpu-scheduler-policy: a comma-separated
+// chain of binpack or spread (card order), numa (all cards of a container
+// on one NUMA node), mutex (cards nobody else uses) and topology-aware
+// (accepted; placement falls back to the card order until topology scores
+// are used).
+func applyCardPolicy(p *devices.Preferences, value string) error {
+	for _, item := range trimmedList(value) {
+		switch item {
+		case string(devices.CardBinpack), string(devices.CardSpread):
+			p.Policy = devices.CardPolicy(item)
+		case "numa":
+			p.NUMABind = true
+		case "mutex":
+			p.Exclusive = true
+		case "topology-aware":
+		default:
+			return fmt.Errorf("annotation %s=%q: %q is not one of binpack, spread, numa, mutex, topology-aware", devices.CardPolicyAnnotation, value, item)
+		}
+	}
+	return nil
 }
 
 func trimmedList(s string) []string {
@@ -265,13 +283,25 @@ func (v *Vendor) Default(c *corev1.Container) (bool, error) {
 		}
 	}
 	if q, ok := c.Resources.Limits[v.names.Priority]; ok {
-		c.Env = append(c.Env, corev1.EnvVar{Name: TaskPriorityEnv, Value: strconv.FormatInt(q.Value(), 10)})
+		setEnv(c, TaskPriorityEnv, strconv.FormatInt(q.Value(), 10))
 	}
 	asks := v.addDefaultCount(c)
 	if v.defaultExclusiveCores(c) {
 		asks = true
 	}
 	return asks, nil
+}
+
+// setEnv sets name to value, replacing an existing entry so that running
+// the defaults twice changes nothing.
+func setEnv(c *corev1.Container, name, value string) {
+	for i := range c.Env {
+		if c.Env[i].Name == name {
+			c.Env[i] = corev1.EnvVar{Name: name, Value: value}
+			return
+		}
+	}
+	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
 }
 
 func (v *Vendor) addDefaultCount(c *corev1.Container) bool {

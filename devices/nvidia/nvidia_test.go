@@ -302,6 +302,15 @@ func TestParsePod(t *testing.T) {
 			},
 		},
 		{
+			name: "policy chain of HAMi's card policies",
+			pod: pod(map[string]string{devices.CardPolicyAnnotation: "binpack, numa,mutex,topology-aware"},
+				limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{
+				Containers:  []devices.Request{{Count: 1, MemoryPercent: 100}},
+				Preferences: devices.Preferences{Policy: devices.CardBinpack, NUMABind: true, Exclusive: true},
+			},
+		},
+		{
 			name: "numa-bind false, spread",
 			pod: pod(map[string]string{NUMABindAnnotation: "false", devices.CardPolicyAnnotation: "spread"},
 				limits("main", "nvidia.com/gpu", "1")),
@@ -697,6 +706,17 @@ func TestDefault(t *testing.T) {
 			wantAsks:   true,
 			wantLimits: map[string]int64{"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000, "nvidia.com/priority": 0},
 			wantEnv:    []corev1.EnvVar{{Name: "A", Value: "b"}, {Name: "CUDA_TASK_PRIORITY", Value: "0"}},
+		},
+		{
+			name: "existing CUDA_TASK_PRIORITY is replaced, not duplicated",
+			ctr: corev1.Container{
+				Name:      "main",
+				Env:       []corev1.EnvVar{{Name: "CUDA_TASK_PRIORITY", Value: "7"}, {Name: "A", Value: "b"}},
+				Resources: corev1.ResourceRequirements{Limits: res("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000", "nvidia.com/priority", "1")},
+			},
+			wantAsks:   true,
+			wantLimits: map[string]int64{"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000, "nvidia.com/priority": 1},
+			wantEnv:    []corev1.EnvVar{{Name: "CUDA_TASK_PRIORITY", Value: "1"}, {Name: "A", Value: "b"}},
 		},
 		{
 			name:     "gpumem-percentage 101",
