@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -55,8 +56,28 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 		}
 		return fwk.AsStatus(fmt.Errorf("write device assignment to pod: %w", err))
 	}
+	s.mu.Lock()
+	s.handedOver = nodeName
+	s.mu.Unlock()
 	logger.V(3).Info("Device assignment written", "pod", klog.KObj(pod), "node", nodeName)
 	return nil
+}
+
+// undoHandOver runs when binding fails after PreBind: it marks the pod's
+// assignment failed (so no device plugin serves it) and releases the node
+// lock, as HAMi's extender does when its bind fails.
+func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName string) {
+	logger := klog.FromContext(ctx)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, devices.BindPhase, devices.BindPhaseFailed)
+	_, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Error(err, "Marking the assignment of an unbound pod failed", "pod", klog.KObj(pod), "node", nodeName)
+	}
+	if err := p.locker.Release(ctx, nodeName, pod); err != nil {
+		logger.Error(err, "Releasing the node lock of an unbound pod", "pod", klog.KObj(pod), "node", nodeName)
+	}
 }
 
 // assignmentPatch is the merge patch that hands the pod to the node's

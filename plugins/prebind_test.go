@@ -112,3 +112,40 @@ func TestPreBindPreFlightSkipsPodsWithoutDevices(t *testing.T) {
 		t.Errorf("code = %v, want Skip", st.Code())
 	}
 }
+
+// TestUnreserveAfterPreBindUndoesTheHandOver is the binding failing after
+// PreBind: the cache forgets the cards, the pod's assignment is marked
+// failed and the node lock is released, so the node is not blocked until
+// the lock expires.
+func TestUnreserveAfterPreBindUndoesTheHandOver(t *testing.T) {
+	pod := gpuPod("p", gpu(1, 1000, 0))
+	h := newHarness(t, nil, eightCardNode("n1"), pod)
+	state := h.schedule(pod, "n1")
+	if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); !st.IsSuccess() {
+		t.Fatalf("PreBind: %v", st)
+	}
+	h.plugin.Unreserve(h.ctx, state, pod, "n1")
+
+	node, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+	if lock, held := node.Annotations[devices.NodeLock]; held {
+		t.Errorf("node lock %q still held after Unreserve", lock)
+	}
+	got, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+	if phase := got.Annotations[devices.BindPhase]; phase != devices.BindPhaseFailed {
+		t.Errorf("bind-phase = %q, want %q", phase, devices.BindPhaseFailed)
+	}
+	if s := h.plugin.Cache().Stats(); s.Pods != 0 {
+		t.Errorf("cache still holds %d pods", s.Pods)
+	}
+}
+
+func TestUnreserveBeforePreBindMakesNoAPICall(t *testing.T) {
+	pod := gpuPod("p", gpu(1, 1000, 0))
+	h := newHarness(t, nil, eightCardNode("n1"), pod)
+	state := h.schedule(pod, "n1")
+	before := len(h.client.Actions())
+	h.plugin.Unreserve(h.ctx, state, pod, "n1")
+	if after := h.client.Actions(); len(after) != before {
+		t.Errorf("Unreserve before PreBind made API calls: %v", after[before:])
+	}
+}

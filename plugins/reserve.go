@@ -26,9 +26,20 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	return nil
 }
 
-// Unreserve forgets the assumed cards when the pod does not get bound.
-// It is idempotent and harmless for pods this plugin did not reserve.
+// Unreserve forgets the assumed cards when the pod does not get bound and,
+// when PreBind already handed the pod to the node, marks that assignment
+// failed and releases the node lock. It is idempotent and harmless for pods
+// this plugin did not reserve.
 func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) {
 	p.cache.Forget(pod)
+	if s, err := readState(state); err == nil {
+		s.mu.Lock()
+		handedOver := s.handedOver
+		s.handedOver = ""
+		s.mu.Unlock()
+		if handedOver != "" {
+			p.undoHandOver(ctx, pod, handedOver)
+		}
+	}
 	klog.FromContext(ctx).V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 }

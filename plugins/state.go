@@ -25,6 +25,9 @@ type cycleState struct {
 	// removed holds, per node, pods that preemption is simulating away
 	// (PreFilterExtensions.RemovePod), and what they hold.
 	removed map[string]map[types.UID][]devices.Assignment
+	// handedOver is the node PreBind locked and wrote the assignment for;
+	// Unreserve then has API state to undo.
+	handedOver string
 }
 
 // nodeFit is the pod's assignment on one node and how loaded the node
