@@ -18,6 +18,14 @@ func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint
 	}, nil
 }
 
+// The hints below bring the device cache up to date with the event before
+// they answer. The cache has its own informer handlers, but the informer
+// calls its handlers in no guaranteed order: without this, the scheduler
+// could retry the pod before the cache has released the deleted pod's
+// cards, reject it again, and leave it waiting for the next event. Both
+// updates are idempotent, so the cache's own handler running later (or the
+// hint running once per waiting pod) changes nothing.
+
 // hintAfterPodDelete queues the pod when the deleted pod held cards.
 func (p *Plugin) hintAfterPodDelete(logger klog.Logger, pod *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
 	deleted, ok := oldObj.(*corev1.Pod)
@@ -27,6 +35,7 @@ func (p *Plugin) hintAfterPodDelete(logger klog.Logger, pod *corev1.Pod, oldObj,
 	if !p.cache.HasAssignment(deleted) {
 		return fwk.QueueSkip, nil
 	}
+	p.cache.RemovePod(deleted)
 	logger.V(5).Info("A pod holding devices was deleted", "pod", klog.KObj(pod), "deleted", klog.KObj(deleted))
 	return fwk.Queue, nil
 }
@@ -39,12 +48,10 @@ func (p *Plugin) hintAfterNodeChange(logger klog.Logger, pod *corev1.Pod, oldObj
 		return fwk.Queue, nil
 	}
 	old, ok := oldObj.(*corev1.Node)
-	if !ok || old == nil {
-		return fwk.Queue, nil
+	if ok && old != nil && !p.cache.NodeChanged(old, node) {
+		return fwk.QueueSkip, nil
 	}
-	if p.cache.NodeChanged(old, node) {
-		logger.V(5).Info("A node's devices changed", "pod", klog.KObj(pod), "node", klog.KObj(node))
-		return fwk.Queue, nil
-	}
-	return fwk.QueueSkip, nil
+	p.cache.SetNode(node)
+	logger.V(5).Info("A node's devices changed", "pod", klog.KObj(pod), "node", klog.KObj(node))
+	return fwk.Queue, nil
 }

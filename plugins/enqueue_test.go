@@ -54,3 +54,23 @@ func TestQueueingHints(t *testing.T) {
 		t.Fatalf("EventsToRegister = %v, %v; want two events", events, err)
 	}
 }
+
+// TestPodDeleteHintReleasesCardsFirst: the scheduler retries the pod right
+// after the hint says Queue, possibly before the cache's own informer
+// handler has run, so the hint must leave the cache without the deleted
+// pod's cards.
+func TestPodDeleteHintReleasesCardsFirst(t *testing.T) {
+	holder := gpuPod("holder", gpu(1, 8000, 0))
+	holder.Spec.NodeName = "n1"
+	holder.Annotations[nvidia.AllocatedAnnotation] = "only,NVIDIA,8000,0:;"
+	holder.Annotations[devices.AssignedNode] = "n1"
+	h := newHarness(t, nil, gpuNode("n1", card("only", 10000)), holder)
+	waitForPods(t, h, 1)
+	hint, err := h.plugin.hintAfterPodDelete(klog.Background(), gpuPod("waiter", gpu(1, 8000, 0)), holder, nil)
+	if err != nil || hint != fwk.Queue {
+		t.Fatalf("hint = %v, %v; want Queue", hint, err)
+	}
+	if _, used, _ := h.plugin.Cache().Snapshot("n1", 0, nil); used[0] != (devices.Usage{}) {
+		t.Errorf("usage after the hint = %v, want the holder's cards released", used[0])
+	}
+}
