@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,12 +36,52 @@ type Locker struct {
 	Wait time.Duration
 	// now is the clock; tests replace it.
 	now func() time.Time
+
+	// turns holds one token per node: only the binding cycle holding a
+	// node's token asks the API server for that node's lock, the others
+	// wait here without any API traffic.
+	turnsMu sync.Mutex
+	turns   map[string]chan struct{}
 }
 
 // New returns a Locker with HAMi's defaults: locks expire after five
 // minutes; Lock waits up to wait for a busy node.
 func New(client kubernetes.Interface, expiry, wait time.Duration) *Locker {
-	return &Locker{client: client, Expiry: expiry, Wait: wait, now: time.Now}
+	return &Locker{client: client, Expiry: expiry, Wait: wait, now: time.Now, turns: map[string]chan struct{}{}}
+}
+
+// turn returns the node's token channel.
+func (l *Locker) turn(node string) chan struct{} {
+	l.turnsMu.Lock()
+	defer l.turnsMu.Unlock()
+	t, ok := l.turns[node]
+	if !ok {
+		t = make(chan struct{}, 1)
+		l.turns[node] = t
+	}
+	return t
+}
+
+// waitTurn blocks until this binding cycle may try the node's lock, up to
+// the deadline. The returned func gives the turn back.
+func (l *Locker) waitTurn(ctx context.Context, node string, deadline time.Time) (func(), error) {
+	t := l.turn(node)
+	timer := time.NewTimer(max(deadline.Sub(l.now()), 0))
+	defer timer.Stop()
+	select {
+	case t <- struct{}{}:
+		return func() { <-t }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-timer.C:
+		// A last chance when the deadline has already passed.
+		select {
+		case t <- struct{}{}:
+			return func() { <-t }, nil
+		default:
+			return nil, fmt.Errorf("node %s: %w (other pods of this scheduler are waiting for it)", node, ErrBusy)
+		}
+	}
 }
 
 // Value is the lock value naming pod, taken at t.
@@ -71,9 +112,18 @@ func Parse(value string) (taken time.Time, namespace, name string, err error) {
 // exists, or when the lock is older than Expiry; otherwise it waits, up to
 // Wait, for the holder to release it. Concurrent writers are resolved by
 // the node's resourceVersion: the loser gets a conflict and tries again.
+//
+// Binding cycles of this scheduler that want the same node take turns
+// before they ask the API server, so a backlog waiting for one node costs
+// one poller, not one per pod.
 func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) error {
 	logger := klog.FromContext(ctx)
 	deadline := l.now().Add(l.Wait)
+	done, err := l.waitTurn(ctx, nodeName, deadline)
+	if err != nil {
+		return err
+	}
+	defer done()
 	delay := 50 * time.Millisecond
 	for {
 		node, err := l.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})

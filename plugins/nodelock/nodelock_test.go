@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,5 +167,44 @@ func TestParse(t *testing.T) {
 	}
 	if v := Value(now, pod("ns", "p")); v != "2026-11-29T12:00:00Z,ns,p" {
 		t.Errorf("Value = %q", v)
+	}
+}
+
+// TestLockTakesTurns: while one binding cycle is asking the API server
+// for a node's lock, another one for the same node waits for its turn
+// without any API call.
+func TestLockTakesTurns(t *testing.T) {
+	client := fake.NewClientset(node(""))
+	var mu sync.Mutex
+	gets := 0
+	firstGet, release := make(chan struct{}), make(chan struct{})
+	client.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		gets++
+		n := gets
+		mu.Unlock()
+		if n == 1 {
+			close(firstGet)
+			<-release
+		}
+		return false, nil, nil
+	})
+	l := New(client, 5*time.Minute, 10*time.Second)
+	first := make(chan error, 1)
+	go func() { first <- l.Lock(context.Background(), "n1", pod("default", "a")) }()
+	<-firstGet
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := l.Lock(ctx, "n1", pod("default", "b")); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("second Lock err = %v, want it still waiting for its turn when its context ended", err)
+	}
+	mu.Lock()
+	if gets != 1 {
+		t.Errorf("%d node reads while the first cycle held the turn, want 1", gets)
+	}
+	mu.Unlock()
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("first Lock: %v", err)
 	}
 }
