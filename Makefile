@@ -16,7 +16,11 @@ LDFLAGS     := -s -w -X $(VERSION_PKG).gitVersion=$(GIT_VERSION) -X $(VERSION_PK
 # plugin code); the rest run without it to keep the build cache small.
 RACE_PKGS   := ./devices/... ./plugins/...
 
-.PHONY: all build test test-unit test-race bench lint fmt vet clean
+# make bench-e2e sizes (see docs/benchmarks.md).
+BENCH_NODES ?= 500
+BENCH_PODS  ?= 4000
+
+.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean
 
 all: build
 
@@ -30,6 +34,15 @@ $(BIN)/hami-webhook: FORCE
 
 FORCE:
 
+# The local cluster: control plane, simulated GPU nodes and hami-scheduler in
+# one process (cmd/hami-local). RUN_ARGS passes flags, e.g. RUN_ARGS='-nodes "4 nodes x 8 cards of NVIDIA A100 40 GiB"'.
+# No -trimpath: the in-process kube-apiserver finds its test certificates by source path.
+run: $(BIN)/hami-local
+	./$(BIN)/hami-local $(RUN_ARGS)
+
+$(BIN)/hami-local: FORCE
+	$(GO) build -o $@ ./cmd/hami-local
+
 test: lint test-unit test-race
 
 test-unit:
@@ -40,6 +53,10 @@ test-race:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./devices/... ./plugins/...
+
+# End-to-end throughput on the in-process control plane (test/perf).
+bench-e2e:
+	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 60m ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS)
 
 lint: vet fmt
 

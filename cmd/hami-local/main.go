@@ -1,0 +1,235 @@
+// Command hami-local runs a whole hami-scheduler cluster in one process, for
+// trying it out: etcd and kube-apiserver, simulated GPU nodes whose device
+// plugin and kubelet are played by test/gpunode's agent, kube-scheduler
+// with the hami-scheduler and default-scheduler profiles, and the
+// deployment, replicaset and garbage-collector controllers. It writes a
+// kubeconfig for kubectl and prints which card each GPU pod got.
+//
+//	hami-local [-dir _local] [-nodes "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10"]
+//	hami-local status [-kubeconfig _local/kubeconfig]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/hami-scheduler/hami-scheduler/test/allocation"
+	"github.com/hami-scheduler/hami-scheduler/test/cluster"
+	"github.com/hami-scheduler/hami-scheduler/test/gpunode"
+)
+
+const defaultNodes = "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10; 1 node x 2 cards of Tesla T4 15 GiB, split 4"
+
+func main() {
+	args := os.Args[1:]
+	var err error
+	if len(args) > 0 && args[0] == "status" {
+		err = status(args[1:], os.Stdout)
+	} else {
+		err = up(args)
+	}
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "hami-local:", err)
+		os.Exit(1)
+	}
+}
+
+// status prints the allocation table of the cluster the kubeconfig names.
+func status(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("hami-local status", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", filepath.Join("_local", "kubeconfig"), "kubeconfig of the cluster")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		return fmt.Errorf("%w (is hami-local running? start it with make run)", err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w (is hami-local running?)", err)
+	}
+	pods, err := client.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	allocation.WriteTable(out, allocation.Read(nodes.Items, pods.Items), pods.Items)
+	return nil
+}
+
+// up runs the local cluster until interrupted.
+func up(args []string) error {
+	fs := flag.NewFlagSet("hami-local", flag.ContinueOnError)
+	dir := fs.String("dir", "_local", "directory for the kubeconfig and the log")
+	nodeSpec := fs.String("nodes", defaultNodes, `simulated GPU nodes: groups like "4 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", separated by ";"`)
+	verbosity := fs.Int("v", 0, "log verbosity of the control plane and scheduler (in the log file)")
+	every := fs.Duration("table-every", 2*time.Second, "how often to reprint the allocation table when it changed (0: never)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: hami-local [flags]          run the local cluster\n       hami-local status [-kubeconfig path]  print the card allocation\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	specs, err := gpunode.ParseSpecs(*nodeSpec)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	logPath := filepath.Join(*dir, "hami-local.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	// Keep the terminal for what we print: everything else that writes to
+	// stderr (etcd's client among them) goes to the log.
+	console, err := cluster.CaptureStderr(logFile)
+	if err != nil {
+		return err
+	}
+	os.Stderr = console
+	if err := cluster.RedirectKlog(logFile, *verbosity); err != nil {
+		return err
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	out := os.Stdout
+	started := time.Now()
+	fmt.Fprintf(out, "starting etcd and kube-apiserver (log: %s)\n", logPath)
+	cp, err := cluster.Start(cluster.Options{Log: logFile})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(out, "stopping")
+		cp.Stop()
+		fmt.Fprintln(out, "stopped")
+	}()
+	kubeconfig := filepath.Join(*dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+
+	var nodes []*corev1.Node
+	for _, s := range specs {
+		nodes = append(nodes, s.Build("gpu-node", len(nodes))...)
+	}
+	if err := gpunode.Create(ctx, cp.Client, nodes); err != nil {
+		return err
+	}
+	agent := gpunode.NewAgent(cp.Client, 8)
+	if err := agent.Start(ctx); err != nil {
+		return err
+	}
+	defer agent.Stop()
+	controllers, err := cluster.StartControllers(ctx, cp.Config)
+	if err != nil {
+		return err
+	}
+	defer controllers.Stop()
+	sched, err := cluster.StartScheduler(ctx, cp.Config, cluster.SchedulerOptions{})
+	if err != nil {
+		return err
+	}
+	defer sched.Stop()
+
+	fmt.Fprintf(out, "\nhami-local is up in %s: %d simulated GPU nodes\n", time.Since(started).Round(100*time.Millisecond), len(nodes))
+	for _, s := range specs {
+		fmt.Fprintf(out, "  %s\n", s)
+	}
+	fmt.Fprintf(out, `
+Try it (kubectl is yours; pods choose the scheduler with schedulerName: hami-scheduler):
+  kubectl --kubeconfig %[1]s apply -f examples/
+  kubectl --kubeconfig %[1]s get pods -o wide
+  %[2]s status -kubeconfig %[1]s    # the card allocation, any time
+The allocation table below is reprinted when it changes. Ctrl-C stops everything.
+
+`, kubeconfig, os.Args[0])
+	if *every > 0 {
+		printTables(ctx, cp.Client, out, *every)
+	} else {
+		<-ctx.Done()
+	}
+	return nil
+}
+
+// printTables prints the allocation table whenever it changed, at most
+// once per interval, until ctx ends.
+func printTables(ctx context.Context, client kubernetes.Interface, out io.Writer, interval time.Duration) {
+	factory := informers.NewSharedInformerFactory(client, 0)
+	podInformer, nodeInformer := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
+	changed := make(chan struct{}, 1)
+	notify := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	handler := cache.ResourceEventHandlerFuncs{AddFunc: notify, UpdateFunc: func(_, obj any) { notify(obj) }, DeleteFunc: notify}
+	_, _ = podInformer.Informer().AddEventHandler(handler)
+	_, _ = nodeInformer.Informer().AddEventHandler(handler)
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	factory.WaitForCacheSync(ctx.Done())
+
+	last := ""
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	dirty := true
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+			dirty = true
+		case <-ticker.C:
+			if !dirty {
+				continue
+			}
+			dirty = false
+			podList, _ := podInformer.Lister().List(labels.Everything())
+			nodeList, _ := nodeInformer.Lister().List(labels.Everything())
+			pods := make([]corev1.Pod, 0, len(podList))
+			for _, p := range podList {
+				pods = append(pods, *p)
+			}
+			nodes := make([]corev1.Node, 0, len(nodeList))
+			for _, n := range nodeList {
+				nodes = append(nodes, *n)
+			}
+			var b strings.Builder
+			allocation.WriteTable(&b, allocation.Read(nodes, pods), pods)
+			if table := b.String(); table != last {
+				last = table
+				fmt.Fprintf(out, "--- %s ---\n%s\n", time.Now().Format("15:04:05"), table)
+			}
+		}
+	}
+}

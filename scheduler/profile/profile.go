@@ -1,0 +1,164 @@
+// Package profile is hami-scheduler's KubeSchedulerConfiguration, built in
+// one place: the hami-scheduler profile runs every default plugin plus HAMi
+// (at each extension point it implements), and NodeResourcesFit ignores the
+// per-card share resources that no node advertises. The in-process
+// schedulers of the e2e tests, the benchmark and hami-local use it;
+// manifests/scheduler-config.yaml is the same configuration for real
+// deployments, and a test keeps the two equal.
+package profile
+
+import (
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	componentbaseconfigv1alpha1 "k8s.io/component-base/config/v1alpha1"
+	configv1 "k8s.io/kube-scheduler/config/v1"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/utils/ptr"
+
+	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
+	"github.com/hami-scheduler/hami-scheduler/plugins"
+)
+
+const (
+	// SchedulerName is the name pods put in spec.schedulerName to be placed
+	// by hami-scheduler.
+	SchedulerName = "hami-scheduler"
+	// DefaultSchedulerName is kube-scheduler's own profile, which in-process
+	// control planes run beside ours because no kube-scheduler runs there.
+	DefaultSchedulerName = "default-scheduler"
+	// LeaseName is hami-scheduler's leader-election lease, distinct from
+	// kube-scheduler's so that both can run in one cluster.
+	LeaseName = "hami-scheduler"
+	// Weight is HAMi's score weight. HAMi's extender decides the node on its
+	// own; here its node policy (binpack or spread of device use) must
+	// outweigh the default plugins' cpu/memory spreading to have the same
+	// effect.
+	Weight int32 = 10
+)
+
+// Registry holds the out-of-tree plugins the profile names.
+func Registry() frameworkruntime.Registry {
+	return frameworkruntime.Registry{plugins.Name: plugins.New}
+}
+
+// IgnoredResources are the resources NodeResourcesFit must not look for on
+// nodes: every vendor resource that describes a share of a card (memory,
+// memory percentage, cores, priority). The card count stays, since device
+// plugins advertise it.
+func IgnoredResources(args *plugins.Args) ([]string, error) {
+	cfgs := vendors.Default()
+	if args != nil && len(args.Vendors) > 0 {
+		cfgs = args.Vendors
+	}
+	registry, err := vendors.NewRegistry(cfgs)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, v := range registry.Vendors() {
+		r := v.Resources()
+		for _, n := range r.All() {
+			if n != r.Count {
+				names = append(names, string(n))
+			}
+		}
+	}
+	return names, nil
+}
+
+// Versioned is the KubeSchedulerConfiguration a real deployment loads
+// (manifests/scheduler-config.yaml): the hami-scheduler profile alone, with
+// its own leader-election lease. args nil leaves the plugin's defaults.
+func Versioned(args *plugins.Args) (*configv1.KubeSchedulerConfiguration, error) {
+	p, err := versionedProfile(args)
+	if err != nil {
+		return nil, err
+	}
+	return &configv1.KubeSchedulerConfiguration{
+		TypeMeta: metav1.TypeMeta{APIVersion: configv1.SchemeGroupVersion.String(), Kind: "KubeSchedulerConfiguration"},
+		LeaderElection: componentbaseconfigv1alpha1.LeaderElectionConfiguration{
+			LeaderElect:       ptr.To(true),
+			ResourceName:      LeaseName,
+			ResourceNamespace: "kube-system",
+		},
+		Profiles: []configv1.KubeSchedulerProfile{p},
+	}, nil
+}
+
+func versionedProfile(args *plugins.Args) (configv1.KubeSchedulerProfile, error) {
+	ignored, err := IgnoredResources(args)
+	if err != nil {
+		return configv1.KubeSchedulerProfile{}, err
+	}
+	p := configv1.KubeSchedulerProfile{
+		SchedulerName: ptr.To(SchedulerName),
+		Plugins: &configv1.Plugins{
+			MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: plugins.Name, Weight: ptr.To(Weight)}}},
+		},
+		PluginConfig: []configv1.PluginConfig{{
+			Name: "NodeResourcesFit",
+			Args: runtime.RawExtension{Object: &configv1.NodeResourcesFitArgs{IgnoredResources: ignored}},
+		}},
+	}
+	if args != nil {
+		raw, err := json.Marshal(args)
+		if err != nil {
+			return configv1.KubeSchedulerProfile{}, fmt.Errorf("encode %s args: %w", plugins.Name, err)
+		}
+		p.PluginConfig = append(p.PluginConfig, configv1.PluginConfig{Name: plugins.Name, Args: runtime.RawExtension{Raw: raw}})
+	}
+	return p, nil
+}
+
+// Profiles returns the defaulted, validated profiles an in-process
+// scheduler runs: hami-scheduler (with args; nil means the plugin's
+// defaults) and, when withDefault is set, kube-scheduler's default profile.
+func Profiles(args *plugins.Args, withDefault bool) ([]config.KubeSchedulerProfile, error) {
+	cfg, err := Versioned(args)
+	if err != nil {
+		return nil, err
+	}
+	if withDefault {
+		cfg.Profiles = append(cfg.Profiles, configv1.KubeSchedulerProfile{SchedulerName: ptr.To(DefaultSchedulerName)})
+	}
+	internal, err := Internal(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return internal.Profiles, nil
+}
+
+// Internal defaults and converts a versioned configuration the way
+// kube-scheduler does when it loads its config file, and validates it.
+func Internal(versioned *configv1.KubeSchedulerConfiguration) (*config.KubeSchedulerConfiguration, error) {
+	v := versioned.DeepCopy()
+	scheme.Scheme.Default(v)
+	var cfg config.KubeSchedulerConfiguration
+	if err := scheme.Scheme.Convert(v, &cfg, nil); err != nil {
+		return nil, fmt.Errorf("convert scheduler configuration: %w", err)
+	}
+	if err := validation.ValidateKubeSchedulerConfiguration(&cfg); err != nil {
+		return nil, fmt.Errorf("invalid scheduler configuration: %w", err)
+	}
+	return &cfg, nil
+}
+
+// Decode reads a KubeSchedulerConfiguration file's contents as
+// kube-scheduler does (defaults applied, internal version).
+func Decode(data []byte) (*config.KubeSchedulerConfiguration, error) {
+	obj, gvk, err := scheme.Codecs.UniversalDecoder().Decode(data, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decode scheduler configuration: %w", err)
+	}
+	cfg, ok := obj.(*config.KubeSchedulerConfiguration)
+	if !ok {
+		return nil, fmt.Errorf("decode scheduler configuration: got %v, want KubeSchedulerConfiguration", gvk)
+	}
+	return cfg, nil
+}

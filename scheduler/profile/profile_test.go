@@ -1,0 +1,137 @@
+package profile
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/plugins"
+)
+
+// The deployment manifest and the Go profile are the same configuration.
+func TestManifestMatchesProfile(t *testing.T) {
+	data, err := os.ReadFile("../../manifests/scheduler-config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versioned, err := Versioned(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromGo, err := Internal(versioned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(fromGo, fromFile, cmp.Transformer("args", decodeHAMiArgs)); diff != "" {
+		t.Errorf("manifests/scheduler-config.yaml differs from profile.Versioned (-go +file):\n%s", diff)
+	}
+}
+
+// decodeHAMiArgs compares out-of-tree args by content, not encoding.
+func decodeHAMiArgs(u *runtime.Unknown) *plugins.Args {
+	var args plugins.Args
+	if err := frameworkruntime.DecodeInto(u, &args); err != nil {
+		return nil
+	}
+	return &args
+}
+
+func TestProfiles(t *testing.T) {
+	custom := &plugins.Args{
+		NodeSchedulerPolicy: devices.NodeSpread,
+		Vendors:             []devices.Config{{Name: "nvidia", ResourceMemoryName: "example.com/vram"}},
+	}
+	tests := []struct {
+		name        string
+		args        *plugins.Args
+		withDefault bool
+		wantIgnored []string
+		wantArgs    *plugins.Args
+		wantErr     string
+	}{
+		{name: "defaults", withDefault: true,
+			wantIgnored: []string{"nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"}},
+		{name: "renamed resources follow the vendor config", args: custom,
+			wantIgnored: []string{"example.com/vram", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"},
+			wantArgs:    custom},
+		{name: "unknown vendor", args: &plugins.Args{Vendors: []devices.Config{{Name: "voodoo"}}}, wantErr: "unknown vendor"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			profiles, err := Profiles(tt.args, tt.withDefault)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Profiles error = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantProfiles := 1
+			if tt.withDefault {
+				wantProfiles = 2
+			}
+			if len(profiles) != wantProfiles || profiles[0].SchedulerName != SchedulerName {
+				t.Fatalf("got %d profiles, first %q; want %d, first %q", len(profiles), profiles[0].SchedulerName, wantProfiles, SchedulerName)
+			}
+			hami := profiles[0]
+			// HAMi runs at every extension point it implements (multiPoint),
+			// with its weight, beside the default plugins.
+			multi := hami.Plugins.MultiPoint.Enabled
+			i := slices.IndexFunc(multi, func(p config.Plugin) bool { return p.Name == plugins.Name })
+			if i < 0 || multi[i].Weight != Weight {
+				t.Errorf("multiPoint %v: want %s with weight %d", multi, plugins.Name, Weight)
+			}
+			for _, def := range []string{"NodeResourcesFit", "NodeAffinity", "TaintToleration", "DefaultBinder"} {
+				if !slices.ContainsFunc(multi, func(p config.Plugin) bool { return p.Name == def }) {
+					t.Errorf("default plugin %s missing from multiPoint %v", def, multi)
+				}
+			}
+			var gotArgs *plugins.Args
+			for _, pc := range hami.PluginConfig {
+				switch args := pc.Args.(type) {
+				case *config.NodeResourcesFitArgs:
+					if diff := cmp.Diff(tt.wantIgnored, args.IgnoredResources); diff != "" {
+						t.Errorf("NodeResourcesFit ignoredResources (-want +got):\n%s", diff)
+					}
+				case *runtime.Unknown:
+					if pc.Name == plugins.Name {
+						gotArgs = decodeHAMiArgs(args)
+					}
+				}
+			}
+			if diff := cmp.Diff(tt.wantArgs, gotArgs); diff != "" {
+				t.Errorf("%s args (-want +got):\n%s", plugins.Name, diff)
+			}
+			if tt.withDefault {
+				def := profiles[1]
+				if def.SchedulerName != DefaultSchedulerName {
+					t.Errorf("second profile %q, want %q", def.SchedulerName, DefaultSchedulerName)
+				}
+				if slices.ContainsFunc(def.Plugins.MultiPoint.Enabled, func(p config.Plugin) bool { return p.Name == plugins.Name }) {
+					t.Errorf("%s must not run in %s", plugins.Name, DefaultSchedulerName)
+				}
+			}
+		})
+	}
+}
+
+func TestDecodeRejectsGarbage(t *testing.T) {
+	for _, in := range []string{"", "kind: Pod\napiVersion: v1\n", "{{{"} {
+		if _, err := Decode([]byte(in)); err == nil {
+			t.Errorf("Decode(%q) succeeded, want an error", in)
+		}
+	}
+}

@@ -1,0 +1,131 @@
+// Package allocation reads back, from the pods' and nodes' annotations,
+// what each card holds: per card usage against its capacity, each pod's
+// cards, and anything that cannot be accounted. Tests use it to check that
+// no card is over-committed; hami-local prints it as a table.
+package allocation
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+)
+
+// CardUse is one card of a node and what the pods bound to the node hold
+// of it, according to their hami.io/vgpu-devices-allocated annotations.
+type CardUse struct {
+	Node string
+	devices.Card
+	Used devices.Usage
+	// Pods lists the holders as namespace/name, one entry per grant.
+	Pods []string
+}
+
+// Overcommitted reports whether the card's holders exceed its split count,
+// memory or cores.
+func (c *CardUse) Overcommitted() bool {
+	return c.Used.Sharers > c.Split || c.Used.MemoryMiB > c.MemoryMiB || c.Used.Cores > c.Cores
+}
+
+// PodGrant is one card given to one container of a pod.
+type PodGrant struct {
+	Container string
+	devices.Grant
+	// Index is the card's index on its node, -1 if the node lists no such
+	// card.
+	Index int
+}
+
+// Report is what Read found.
+type Report struct {
+	// Cards are every readable card, by node name then index.
+	Cards []CardUse
+	// Grants are each pod's cards, keyed namespace/name.
+	Grants map[string][]PodGrant
+	// UnreadableNodes say why a node's register annotation was skipped.
+	UnreadableNodes []string
+	// PodProblems say what of a pod could not be accounted: an undecodable
+	// annotation, a card its node does not have.
+	PodProblems []string
+}
+
+// Read reads the NVIDIA cards of the nodes (nodes whose register
+// annotation cannot be decoded are skipped) and accounts, per card, the
+// grants of every pod bound to a node and not terminated.
+func Read(nodes []corev1.Node, pods []corev1.Pod) Report {
+	var cards []CardUse
+	var r Report
+	byUUID := map[string]int{}
+	for i := range nodes {
+		raw, ok := nodes[i].Annotations[nvidia.RegisterAnnotation]
+		if !ok {
+			continue
+		}
+		inventory, err := devices.DecodeInventory(raw)
+		if err != nil {
+			r.UnreadableNodes = append(r.UnreadableNodes, fmt.Sprintf("node %s: %v", nodes[i].Name, err))
+			continue
+		}
+		for _, c := range inventory {
+			byUUID[nodes[i].Name+"/"+c.UUID] = len(cards)
+			cards = append(cards, CardUse{Node: nodes[i].Name, Card: c})
+		}
+	}
+	grants := map[string][]PodGrant{}
+	for i := range pods {
+		p := &pods[i]
+		raw, ok := p.Annotations[nvidia.AllocatedAnnotation]
+		if !ok || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		key := p.Namespace + "/" + p.Name
+		a, err := devices.DecodeAssignment(raw)
+		if err != nil {
+			r.PodProblems = append(r.PodProblems, fmt.Sprintf("pod %s: %v", key, err))
+			continue
+		}
+		containers := devices.Containers(p)
+		for ci, container := range a {
+			name := fmt.Sprintf("#%d", ci)
+			if ci < len(containers) {
+				name = containers[ci].Name
+			}
+			for _, g := range container {
+				idx, ok := byUUID[p.Spec.NodeName+"/"+g.UUID]
+				pg := PodGrant{Container: name, Grant: g, Index: -1}
+				if ok {
+					cards[idx].Used.Add(g)
+					cards[idx].Pods = append(cards[idx].Pods, key)
+					pg.Index = cards[idx].Index
+				} else {
+					r.PodProblems = append(r.PodProblems, fmt.Sprintf("pod %s holds card %s that node %s does not list", key, g.UUID, p.Spec.NodeName))
+				}
+				grants[key] = append(grants[key], pg)
+			}
+		}
+	}
+	sort.SliceStable(cards, func(i, j int) bool {
+		if cards[i].Node != cards[j].Node {
+			return cards[i].Node < cards[j].Node
+		}
+		return cards[i].Index < cards[j].Index
+	})
+	r.Cards, r.Grants = cards, grants
+	return r
+}
+
+// Overcommitments describes every card whose holders exceed it.
+func Overcommitments(cards []CardUse) []string {
+	var out []string
+	for i := range cards {
+		c := &cards[i]
+		if c.Overcommitted() {
+			out = append(out, fmt.Sprintf("node %s card %d (%s): %d/%d shares, %d/%d MiB, %d/%d cores held by %v",
+				c.Node, c.Index, c.UUID, c.Used.Sharers, c.Split, c.Used.MemoryMiB, c.MemoryMiB, c.Used.Cores, c.Cores, c.Pods))
+		}
+	}
+	return out
+}

@@ -1,0 +1,80 @@
+// Package e2e runs hami-scheduler end to end: a real kube-apiserver and
+// etcd in this process (test/cluster), simulated GPU nodes and their device
+// plugin and kubelet (test/gpunode), and kube-scheduler with the
+// hami-scheduler and default-scheduler profiles. One control plane serves
+// every test; each test has its own namespace and its own nodes, and its
+// pods select those nodes.
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/hami-scheduler/hami-scheduler/test/cluster"
+	"github.com/hami-scheduler/hami-scheduler/test/gpunode"
+)
+
+var (
+	controlPlane *cluster.ControlPlane
+	agent        *gpunode.Agent
+	// sched is the running scheduler; restartScheduler replaces it.
+	sched *cluster.Scheduler
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("hami-e2e-%d.log", os.Getpid()))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer logFile.Close()
+	verbosity, _ := strconv.Atoi(os.Getenv("E2E_VERBOSITY"))
+	if err := cluster.RedirectKlog(logFile, max(verbosity, 2)); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := runWithCluster(m, logFile)
+	if code != 0 || os.Getenv("E2E_KEEP_LOG") != "" {
+		fmt.Fprintf(os.Stderr, "control plane and scheduler logs: %s\n", logPath)
+	} else {
+		_ = os.Remove(logPath)
+	}
+	return code
+}
+
+func runWithCluster(m *testing.M, logFile *os.File) int {
+	ctx := context.Background()
+	cp, err := cluster.Start(cluster.Options{Log: logFile})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start control plane:", err)
+		return 1
+	}
+	controlPlane = cp
+	defer cp.Stop()
+
+	agent = gpunode.NewAgent(cp.Client, 16)
+	if err := agent.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "start node agent:", err)
+		return 1
+	}
+	defer agent.Stop()
+
+	sched, err = cluster.StartScheduler(ctx, cp.Config, cluster.SchedulerOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start scheduler:", err)
+		return 1
+	}
+	// The scheduler must stop before the apiserver, or the apiserver waits
+	// for its watches; deferred calls run last first.
+	defer func() { sched.Stop() }()
+	return m.Run()
+}

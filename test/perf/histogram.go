@@ -1,0 +1,106 @@
+package perf
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	dto "github.com/prometheus/client_model/go"
+	"k8s.io/component-base/metrics/legacyregistry"
+)
+
+// attemptMetric is kube-scheduler's histogram of scheduling attempts, from
+// the start of the scheduling cycle to the end of binding, by result and
+// profile.
+const attemptMetric = "scheduler_scheduling_attempt_duration_seconds"
+
+// histogram is a cumulative Prometheus histogram: upper bound -> count.
+type histogram struct {
+	bounds []float64
+	counts []float64
+}
+
+// attempts gathers the attempt histogram of one profile and result.
+func attempts(profile, result string) (histogram, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return histogram{}, fmt.Errorf("gather metrics: %w", err)
+	}
+	var h histogram
+	for _, f := range families {
+		if f.GetName() != attemptMetric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "profile") != profile || label(m, "result") != result {
+				continue
+			}
+			for _, b := range m.GetHistogram().GetBucket() {
+				h.bounds = append(h.bounds, b.GetUpperBound())
+				h.counts = append(h.counts, float64(b.GetCumulativeCount()))
+			}
+			h.bounds = append(h.bounds, math.Inf(1))
+			h.counts = append(h.counts, float64(m.GetHistogram().GetSampleCount()))
+		}
+	}
+	return h, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// since is h minus an earlier snapshot of the same histogram.
+func (h histogram) since(earlier histogram) histogram {
+	out := histogram{bounds: h.bounds, counts: make([]float64, len(h.counts))}
+	for i := range h.counts {
+		out.counts[i] = h.counts[i]
+		if i < len(earlier.counts) {
+			out.counts[i] -= earlier.counts[i]
+		}
+	}
+	return out
+}
+
+// count is the number of observations.
+func (h histogram) count() float64 {
+	if len(h.counts) == 0 {
+		return 0
+	}
+	return h.counts[len(h.counts)-1]
+}
+
+// quantile estimates the q-quantile as Prometheus' histogram_quantile does:
+// linear interpolation within the bucket that holds it; +Inf when it lies
+// beyond the highest finite bound, NaN when empty.
+func (h histogram) quantile(q float64) float64 {
+	total := h.count()
+	if total == 0 {
+		return math.NaN()
+	}
+	rank := q * total
+	i := sort.Search(len(h.counts), func(i int) bool { return h.counts[i] >= rank })
+	if i >= len(h.counts) {
+		i = len(h.counts) - 1
+	}
+	if math.IsInf(h.bounds[i], 1) {
+		if i > 0 && h.counts[i-1] >= rank {
+			return h.bounds[i-1]
+		}
+		return math.Inf(1)
+	}
+	lower, below := 0.0, 0.0
+	if i > 0 {
+		lower, below = h.bounds[i-1], h.counts[i-1]
+	}
+	inBucket := h.counts[i] - below
+	if inBucket == 0 {
+		return h.bounds[i]
+	}
+	return lower + (h.bounds[i]-lower)*(rank-below)/inBucket
+}
