@@ -1,7 +1,8 @@
 // Command hami-local runs a whole hami-scheduler cluster in one process, for
 // trying it out: etcd and kube-apiserver, simulated GPU nodes whose device
 // plugin and kubelet are played by test/gpunode's agent, kube-scheduler
-// with the hami-scheduler and default-scheduler profiles, and the
+// with the hami-scheduler and default-scheduler profiles, the admission
+// webhook (registered with the apiserver), and the
 // deployment, replicaset and garbage-collector controllers. It writes a
 // kubeconfig for kubectl and prints which card each GPU pod got.
 //
@@ -159,19 +160,27 @@ func up(args []string) error {
 		return err
 	}
 	defer sched.Stop()
+	// The admission webhook, as in a real deployment: it gives device pods
+	// schedulerName hami-scheduler and HAMi's defaults.
+	hook, err := cluster.StartWebhook(ctx, cp.Config, cluster.WebhookOptions{})
+	if err != nil {
+		return err
+	}
+	defer hook.Stop()
 
 	fmt.Fprintf(out, "\nhami-local is up in %s: %d simulated GPU nodes\n", time.Since(started).Round(100*time.Millisecond), len(nodes))
 	for _, s := range specs {
 		fmt.Fprintf(out, "  %s\n", s)
 	}
 	fmt.Fprintf(out, `
-Try it (kubectl is yours; pods choose the scheduler with schedulerName: hami-scheduler):
+Try it (kubectl is yours; the admission webhook at %[3]s gives pods that
+ask for nvidia.com/* resources schedulerName: hami-scheduler and HAMi's defaults):
   kubectl --kubeconfig %[1]s apply -f examples/
   kubectl --kubeconfig %[1]s get pods -o wide
   %[2]s status -kubeconfig %[1]s    # the card allocation, any time
 The allocation table below is reprinted when it changes. Ctrl-C stops everything.
 
-`, kubeconfig, os.Args[0])
+`, kubeconfig, os.Args[0], hook.URL)
 	if *every > 0 {
 		printTables(ctx, cp.Client, out, *every)
 	} else {
