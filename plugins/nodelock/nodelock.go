@@ -62,11 +62,13 @@ func (l *Locker) turn(node string) chan struct{} {
 	return t
 }
 
-// waitTurn blocks until this binding cycle may try the node's lock, up to
-// the deadline. The returned func gives the turn back.
-func (l *Locker) waitTurn(ctx context.Context, node string, deadline time.Time) (func(), error) {
+// waitTurn blocks until this binding cycle may try the node's lock. The
+// turn is bounded by the lock expiry: every holder releases the lock or
+// loses it to expiry within that time, so a turn that takes longer means
+// the node is stuck. The returned func gives the turn back.
+func (l *Locker) waitTurn(ctx context.Context, node string) (func(), error) {
 	t := l.turn(node)
-	timer := time.NewTimer(max(deadline.Sub(l.now()), 0))
+	timer := time.NewTimer(l.Expiry)
 	defer timer.Stop()
 	select {
 	case t <- struct{}{}:
@@ -74,13 +76,7 @@ func (l *Locker) waitTurn(ctx context.Context, node string, deadline time.Time) 
 	case <-ctx.Done():
 		return nil, context.Cause(ctx)
 	case <-timer.C:
-		// A last chance when the deadline has already passed.
-		select {
-		case t <- struct{}{}:
-			return func() { <-t }, nil
-		default:
-			return nil, fmt.Errorf("node %s: %w (other pods of this scheduler are waiting for it)", node, ErrBusy)
-		}
+		return nil, fmt.Errorf("node %s: %w (other pods of this scheduler waited for it longer than %s)", node, ErrBusy, l.Expiry)
 	}
 }
 
@@ -115,15 +111,16 @@ func Parse(value string) (taken time.Time, namespace, name string, err error) {
 //
 // Binding cycles of this scheduler that want the same node take turns
 // before they ask the API server, so a backlog waiting for one node costs
-// one poller, not one per pod.
+// one poller, not one per pod; Wait counts from the start of the turn.
 func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) error {
 	logger := klog.FromContext(ctx)
-	deadline := l.now().Add(l.Wait)
-	done, err := l.waitTurn(ctx, nodeName, deadline)
+	done, err := l.waitTurn(ctx, nodeName)
 	if err != nil {
 		return err
 	}
 	defer done()
+	// Wait bounds the time this cycle polls once it has the turn.
+	deadline := l.now().Add(l.Wait)
 	delay := 50 * time.Millisecond
 	for {
 		node, err := l.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})

@@ -39,16 +39,24 @@ type env struct {
 	group string
 }
 
-// newEnv creates the test's namespace. group names the test's nodes and is
-// the value of groupLabel on them.
+// newEnv creates the test's namespace, named after the test (with a
+// suffix when the test runs again in the same process, as with -count).
+// group names the test's nodes and is the value of groupLabel on them.
 func newEnv(t *testing.T, name string) *env {
 	t.Helper()
-	e := &env{t: t, ctx: t.Context(), ns: name, group: name}
-	_, err := controlPlane.Client.CoreV1().Namespaces().Create(e.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("create namespace %s: %v", name, err)
+	for run := 1; ; run++ {
+		ns := name
+		if run > 1 {
+			ns = fmt.Sprintf("%s-%d", name, run)
+		}
+		_, err := controlPlane.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		switch {
+		case err == nil:
+			return &env{t: t, ctx: t.Context(), ns: ns, group: ns}
+		case !apierrors.IsAlreadyExists(err) || run >= 100:
+			t.Fatalf("create namespace %s: %v", ns, err)
+		}
 	}
-	return e
 }
 
 // addNodes creates the test's nodes from a gpunode spec; mutate, if set,
