@@ -103,13 +103,7 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 		}
 		a[i] = grants
 		if requesting > 1 {
-			for _, g := range grants {
-				for j := range cards {
-					if cards[j].UUID == g.UUID {
-						used[j].Add(g)
-					}
-				}
-			}
+			ApplyGrants(cards, used, a[i:i+1], true)
 		}
 	}
 	return a, nil

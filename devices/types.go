@@ -97,6 +97,26 @@ func (a Assignment) Empty() bool {
 	return true
 }
 
+// ApplyGrants adds every grant of a to the usage of the card it names, or
+// removes it when add is false. cards and used are index-aligned; grants
+// naming a card not in cards are ignored.
+func ApplyGrants(cards []Card, used []Usage, a Assignment, add bool) {
+	for _, container := range a {
+		for _, g := range container {
+			for i := range cards {
+				if cards[i].UUID != g.UUID {
+					continue
+				}
+				if add {
+					used[i].Add(g)
+				} else {
+					used[i].Sub(g)
+				}
+			}
+		}
+	}
+}
+
 // Grants calls fn for every grant of every container.
 func (a Assignment) Grants(fn func(Grant)) {
 	for _, c := range a {

@@ -86,3 +86,17 @@ func TestPodRequestIsZero(t *testing.T) {
 		})
 	}
 }
+
+func TestApplyGrants(t *testing.T) {
+	cards := []Card{{UUID: "GPU-0"}, {UUID: "GPU-1"}}
+	a := Assignment{nil, {{UUID: "GPU-1", MemoryMiB: 100, Cores: 10}, {UUID: "GPU-elsewhere", MemoryMiB: 5}}, {{UUID: "GPU-1", MemoryMiB: 50}}}
+	used := make([]Usage, 2)
+	ApplyGrants(cards, used, a, true)
+	if want := []Usage{{}, {Sharers: 2, MemoryMiB: 150, Cores: 10}}; used[0] != want[0] || used[1] != want[1] {
+		t.Fatalf("after add: %v, want %v", used, want)
+	}
+	ApplyGrants(cards, used, a, false)
+	if used[0] != (Usage{}) || used[1] != (Usage{}) {
+		t.Errorf("after remove: %v, want zero", used)
+	}
+}

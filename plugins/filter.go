@@ -67,17 +67,8 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 // that preemption is simulating away hold on vendor vi's cards.
 func releaseRemoved(cards []devices.Card, used []devices.Usage, removed map[types.UID][]devices.Assignment, vi int) {
 	for _, assignments := range removed {
-		if vi >= len(assignments) {
-			continue
-		}
-		for _, container := range assignments[vi] {
-			for _, g := range container {
-				for ci := range cards {
-					if cards[ci].UUID == g.UUID {
-						used[ci].Sub(g)
-					}
-				}
-			}
+		if vi < len(assignments) {
+			devices.ApplyGrants(cards, used, assignments[vi], false)
 		}
 	}
 }

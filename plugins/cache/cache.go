@@ -160,21 +160,7 @@ func (n *nodeState) apply(p *podState, add bool) {
 		if vi >= len(n.vendors) {
 			break
 		}
-		v := &n.vendors[vi]
-		for _, container := range a {
-			for _, g := range container {
-				for ci := range v.cards {
-					if v.cards[ci].UUID != g.UUID {
-						continue
-					}
-					if add {
-						v.used[ci].Add(g)
-					} else {
-						v.used[ci].Sub(g)
-					}
-				}
-			}
-		}
+		devices.ApplyGrants(n.vendors[vi].cards, n.vendors[vi].used, a, add)
 	}
 }
 
