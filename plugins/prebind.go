@@ -34,13 +34,9 @@ func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod
 // lock is released and an error returned, so Unreserve rolls the cache back.
 func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
-	s, err := readState(state)
-	if err != nil {
-		return fwk.AsStatus(err)
-	}
-	fit, ok := s.fit(nodeName)
-	if !ok {
-		return fwk.NewStatus(fwk.Error, "no device assignment was computed for node "+nodeName)
+	s, fit, st := chosenFit(state, nodeName)
+	if st != nil {
+		return st
 	}
 	patch, err := p.assignmentPatch(nodeName, fit, time.Now())
 	if err != nil {

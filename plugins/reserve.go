@@ -11,13 +11,9 @@ import (
 // Reserve assumes the cards Filter chose on the node, so the next pod's
 // Filter sees them taken before the API server knows of them.
 func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	s, err := readState(state)
-	if err != nil {
-		return fwk.AsStatus(err)
-	}
-	fit, ok := s.fit(nodeName)
-	if !ok {
-		return fwk.NewStatus(fwk.Error, "no device assignment was computed for node "+nodeName)
+	_, fit, st := chosenFit(state, nodeName)
+	if st != nil {
+		return st
 	}
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)

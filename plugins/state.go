@@ -87,6 +87,20 @@ func (s *cycleState) removedOn(node string) map[types.UID][]devices.Assignment {
 	return s.removed[node]
 }
 
+// chosenFit reads the cycle state and Filter's assignment on node, for
+// Reserve and PreBind.
+func chosenFit(state fwk.CycleState, node string) (*cycleState, *nodeFit, *fwk.Status) {
+	s, err := readState(state)
+	if err != nil {
+		return nil, nil, fwk.AsStatus(err)
+	}
+	fit, ok := s.fit(node)
+	if !ok {
+		return nil, nil, fwk.NewStatus(fwk.Error, "no device assignment was computed for node "+node)
+	}
+	return s, fit, nil
+}
+
 func readState(state fwk.CycleState) (*cycleState, error) {
 	data, err := state.Read(stateKey)
 	if err != nil {
