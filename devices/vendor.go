@@ -55,7 +55,8 @@ func (r ResourceNames) All() []corev1.ResourceName {
 }
 
 // Config is the part of a vendor's behaviour an operator may set. Empty
-// fields take the vendor's defaults.
+// fields take the vendor's defaults. It is filled either from the plugin's
+// own vendors list or from HAMi's device-config.yaml (apis/config).
 type Config struct {
 	// Name selects the vendor, e.g. "nvidia".
 	Name string `json:"name"`
@@ -71,8 +72,56 @@ type Config struct {
 	// DefaultCores is the core share of a container that names none.
 	DefaultCores int32 `json:"defaultCores,omitempty"`
 	// DefaultCount is the card count the webhook adds to a container that
-	// asks only for memory or cores; 0 means 1.
-	DefaultCount int32 `json:"defaultCount,omitempty"`
+	// asks only for memory or cores; nil means 1, 0 adds none (HAMi's
+	// defaultGPUNum: 0), and such a container then asks for no card.
+	DefaultCount *int32 `json:"defaultCount,omitempty"`
+	// MemoryFactor multiplies the memory a container asks for (HAMi's
+	// memoryFactor); 0 and 1 leave it as written.
+	MemoryFactor int32 `json:"memoryFactor,omitempty"`
+	// RuntimeClassName is set on pods that ask for this vendor and name
+	// no runtime class (webhook).
+	RuntimeClassName string `json:"runtimeClassName,omitempty"`
+	// OverwriteEnv hides the vendor's devices from containers that ask for
+	// none (NVIDIA: NVIDIA_VISIBLE_DEVICES=none) (webhook).
+	OverwriteEnv bool `json:"overwriteEnv,omitempty"`
+	// CorePolicy is HAMi's gpuCorePolicy (default, force, disable); force
+	// and disable are passed to every container as
+	// GPU_CORE_UTILIZATION_POLICY (webhook).
+	CorePolicy string `json:"corePolicy,omitempty"`
+	// MIGProfiles lists, per card model, the MIG profiles the device plugin
+	// may create (HAMi's migProfileAllowlist); first match wins.
+	MIGProfiles []MIGProfileAllow `json:"migProfiles,omitempty"`
+	// NodeDefaults are the device plugin's settings (split count and
+	// scaling). The scheduler reads cards as registered; these only shape
+	// simulated nodes and documentation.
+	NodeDefaults NodeDefaults `json:"nodeDefaults,omitempty"`
+}
+
+// MIGProfileAllow is one entry of HAMi's migProfileAllowlist.
+type MIGProfileAllow struct {
+	// Models are substrings of the card's model name.
+	Models []string `json:"models"`
+	// Profiles are MIG profile names such as 1g.10gb.
+	Profiles []string `json:"profiles"`
+}
+
+// NodeDefaults are HAMi's device-plugin settings that a node config may
+// override (deviceSplitCount, deviceMemoryScaling, deviceCoreScaling).
+type NodeDefaults struct {
+	SplitCount    int32   `json:"splitCount,omitempty"`
+	MemoryScaling float64 `json:"memoryScaling,omitempty"`
+	CoreScaling   float64 `json:"coreScaling,omitempty"`
+}
+
+// Card-count defaults.
+const DefaultCardCount int32 = 1
+
+// CardCountDefault returns the count the webhook adds (see DefaultCount).
+func (c Config) CardCountDefault() int32 {
+	if c.DefaultCount == nil {
+		return DefaultCardCount
+	}
+	return *c.DefaultCount
 }
 
 // Validate reports settings no vendor can work with.
@@ -84,8 +133,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("vendor %s: defaultMemoryMiB %d is negative", c.Name, c.DefaultMemoryMiB)
 	case c.DefaultCores < 0 || c.DefaultCores > 100:
 		return fmt.Errorf("vendor %s: defaultCores %d is outside 0-100", c.Name, c.DefaultCores)
-	case c.DefaultCount < 0:
-		return fmt.Errorf("vendor %s: defaultCount %d is negative", c.Name, c.DefaultCount)
+	case c.DefaultCount != nil && *c.DefaultCount < 0:
+		return fmt.Errorf("vendor %s: defaultCount %d is negative", c.Name, *c.DefaultCount)
+	case c.MemoryFactor < 0:
+		return fmt.Errorf("vendor %s: memoryFactor %d is negative", c.Name, c.MemoryFactor)
 	}
 	return nil
 }

@@ -41,12 +41,13 @@ func TestConfigValidate(t *testing.T) {
 		wantErr string
 	}{
 		{name: "name only", cfg: Config{Name: "nvidia"}},
-		{name: "all set", cfg: Config{Name: "nvidia", DefaultMemoryMiB: 1000, DefaultCores: 100, DefaultCount: 2}},
+		{name: "all set", cfg: Config{Name: "nvidia", DefaultMemoryMiB: 1000, DefaultCores: 100, DefaultCount: ptr(2), MemoryFactor: 2}},
 		{name: "empty name", cfg: Config{}, wantErr: "vendor name is empty"},
 		{name: "negative default memory", cfg: Config{Name: "nvidia", DefaultMemoryMiB: -1}, wantErr: "defaultMemoryMiB -1 is negative"},
 		{name: "negative default cores", cfg: Config{Name: "nvidia", DefaultCores: -1}, wantErr: "defaultCores -1 is outside 0-100"},
 		{name: "default cores above 100", cfg: Config{Name: "nvidia", DefaultCores: 101}, wantErr: "defaultCores 101 is outside 0-100"},
-		{name: "negative default count", cfg: Config{Name: "nvidia", DefaultCount: -2}, wantErr: "defaultCount -2 is negative"},
+		{name: "negative default count", cfg: Config{Name: "nvidia", DefaultCount: ptr(-2)}, wantErr: "defaultCount -2 is negative"},
+		{name: "negative memory factor", cfg: Config{Name: "nvidia", MemoryFactor: -1}, wantErr: "memoryFactor -1 is negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -221,3 +222,5 @@ func TestResourceNamesAll(t *testing.T) {
 		})
 	}
 }
+
+func ptr(v int32) *int32 { return &v }

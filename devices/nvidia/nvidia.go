@@ -67,10 +67,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 		},
 		defaultMemory: cfg.DefaultMemoryMiB,
 		defaultCores:  cfg.DefaultCores,
-		defaultCount:  cfg.DefaultCount,
-	}
-	if v.defaultCount == 0 {
-		v.defaultCount = 1
+		defaultCount:  cfg.CardCountDefault(),
 	}
 	return v, nil
 }
@@ -307,6 +304,10 @@ func setEnv(c *corev1.Container, name, value string) {
 func (v *Vendor) addDefaultCount(c *corev1.Container) bool {
 	if _, ok := c.Resources.Limits[v.names.Count]; ok {
 		return true
+	}
+	if v.defaultCount == 0 {
+		// HAMi's defaultGPUNum: 0 adds no count: the container asks for no card.
+		return false
 	}
 	for _, name := range []corev1.ResourceName{v.names.Cores, v.names.Memory, v.names.MemoryPercentage} {
 		if _, ok := c.Resources.Limits[name]; ok {

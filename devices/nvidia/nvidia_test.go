@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 )
@@ -635,10 +636,19 @@ func TestDefault(t *testing.T) {
 		},
 		{
 			name:       "configured default count",
-			cfg:        devices.Config{DefaultCount: 2},
+			cfg:        devices.Config{DefaultCount: ptr.To[int32](2)},
 			ctr:        limits("main", "nvidia.com/gpumem", "3000"),
 			wantAsks:   true,
 			wantLimits: map[string]int64{"nvidia.com/gpumem": 3000, "nvidia.com/gpu": 2},
+		},
+		{
+			// HAMi's defaultGPUNum: 0: no count is added and the container
+			// is not a GPU container.
+			name:       "default count 0: nothing added",
+			cfg:        devices.Config{DefaultCount: ptr.To[int32](0)},
+			ctr:        limits("main", "nvidia.com/gpumem", "3000"),
+			wantAsks:   false,
+			wantLimits: map[string]int64{"nvidia.com/gpumem": 3000},
 		},
 		{
 			name:       "count only: exclusive cores",
