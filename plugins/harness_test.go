@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ type harness struct {
 	plugin *Plugin
 }
 
-func newHarness(t testing.TB, args *Args, objs ...runtime.Object) *harness {
+func newHarness(t testing.TB, args *configv1.HAMiArgs, objs ...runtime.Object) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	client := fake.NewClientset(objs...)
@@ -53,15 +54,7 @@ func newHarness(t testing.TB, args *Args, objs ...runtime.Object) *harness {
 		informers: informers.NewSharedInformerFactory(client, 0),
 		recorder:  events.NewFakeRecorder(100),
 	}}
-	var obj runtime.Object
-	if args != nil {
-		raw, err := jsonArgs(args)
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj = &runtime.Unknown{Raw: raw, ContentType: runtime.ContentTypeJSON}
-	}
-	pl, err := New(ctx, obj, h.handle)
+	pl, err := New(ctx, rawArgs(t, args), h.handle)
 	if err != nil {
 		cancel()
 		t.Fatalf("New: %v", err)

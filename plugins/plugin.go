@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/hami-scheduler/hami-scheduler/apis/config"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
@@ -25,7 +26,7 @@ const Name = "HAMi"
 // Plugin fits pods that ask for shared devices onto nodes' cards.
 type Plugin struct {
 	handle   fwk.Handle
-	args     *Args
+	args     *config.HAMiArgs
 	registry *devices.Registry
 	cache    *devicecache.Cache
 	locker   *nodelock.Locker
@@ -47,11 +48,16 @@ var (
 // New builds the plugin from its args and wires the device cache to the
 // scheduler's shared informers.
 func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin, error) {
-	args, err := decodeArgs(obj)
+	logger := klog.FromContext(ctx)
+	args, err := pluginArgs(obj)
 	if err != nil {
 		return nil, err
 	}
-	registry, err := vendors.NewRegistry(args.Vendors)
+	settings, err := resolveVendors(logger, args)
+	if err != nil {
+		return nil, err
+	}
+	registry, err := vendors.NewRegistry(settings.Configs)
 	if err != nil {
 		return nil, fmt.Errorf("%s args: %w", Name, err)
 	}
@@ -62,7 +68,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 		cache:    devicecache.New(registry),
 		locker:   nodelock.New(handle.ClientSet(), args.NodeLockExpiry.Duration, args.NodeLockWait.Duration),
 	}
-	if err := p.watch(klog.FromContext(ctx)); err != nil {
+	if err := p.watch(logger); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"errors"
+	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,7 @@ func TestPreBindGivesUpOnABusyNode(t *testing.T) {
 	pod := gpuPod("p", gpu(1, 1000, 0))
 	node := eightCardNode("n1")
 	node.Annotations[devices.NodeLock] = time.Now().UTC().Format(time.RFC3339) + ",default,holder"
-	h := newHarness(t, &Args{NodeLockWait: metav1.Duration{Duration: 200 * time.Millisecond}}, node, holder, pod)
+	h := newHarness(t, &configv1.HAMiArgs{NodeLockWait: &metav1.Duration{Duration: 200 * time.Millisecond}}, node, holder, pod)
 	state := h.schedule(pod, "n1")
 	st := h.plugin.PreBind(h.ctx, state, pod, "n1")
 	if st.IsSuccess() || !strings.Contains(st.Message(), "held by another pod") {

@@ -29,7 +29,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	}
 	for i := range requests {
 		if requests[i].Preferences.Policy == "" {
-			requests[i].Preferences.Policy = p.args.GPUSchedulerPolicy
+			requests[i].Preferences.Policy = devices.CardPolicy(p.args.GPUSchedulerPolicy)
 		}
 	}
 	state.Write(stateKey, &cycleState{
@@ -44,7 +44,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 func (p *Plugin) nodePolicy(pod *corev1.Pod) (devices.NodePolicy, error) {
 	switch policy := devices.NodePolicy(pod.Annotations[devices.NodePolicyAnnotation]); policy {
 	case "":
-		return p.args.NodeSchedulerPolicy, nil
+		return devices.NodePolicy(p.args.NodeSchedulerPolicy), nil
 	case devices.NodeBinpack, devices.NodeSpread:
 		return policy, nil
 	default:

@@ -1,6 +1,8 @@
 package plugins
 
 import (
+	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
+	"k8s.io/utils/ptr"
 	"testing"
 
 	fwk "k8s.io/kube-scheduler/framework"
@@ -11,15 +13,15 @@ import (
 func TestScoreFollowsNodePolicy(t *testing.T) {
 	tests := []struct {
 		name       string
-		args       *Args
+		args       *configv1.HAMiArgs
 		annotation string
 		// wantBusyFirst: the busy node must outscore the idle one.
 		wantBusyFirst bool
 	}{
 		{name: "default binpack", wantBusyFirst: true},
-		{name: "spread by args", args: &Args{NodeSchedulerPolicy: devices.NodeSpread}, wantBusyFirst: false},
+		{name: "spread by args", args: &configv1.HAMiArgs{NodeSchedulerPolicy: ptr.To(string(devices.NodeSpread))}, wantBusyFirst: false},
 		{name: "spread by annotation", annotation: "spread", wantBusyFirst: false},
-		{name: "binpack annotation over spread args", args: &Args{NodeSchedulerPolicy: devices.NodeSpread}, annotation: "binpack", wantBusyFirst: true},
+		{name: "binpack annotation over spread args", args: &configv1.HAMiArgs{NodeSchedulerPolicy: ptr.To(string(devices.NodeSpread))}, annotation: "binpack", wantBusyFirst: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

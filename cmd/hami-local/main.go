@@ -1,6 +1,6 @@
 // Command hami-local runs a whole hami-scheduler cluster in one process, for
 // trying it out: etcd and kube-apiserver, simulated GPU nodes whose device
-// plugin and kubelet are played by test/gpunode's agent, kube-scheduler
+// plugin and kubelet are played by internal/simnode's agent, kube-scheduler
 // with the hami-scheduler and default-scheduler profiles, the admission
 // webhook (registered with the apiserver), and the
 // deployment, replicaset and garbage-collector controllers. It writes a
@@ -31,9 +31,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/hami-scheduler/hami-scheduler/test/allocation"
-	"github.com/hami-scheduler/hami-scheduler/test/cluster"
-	"github.com/hami-scheduler/hami-scheduler/test/gpunode"
+	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
 
 const defaultNodes = "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10; 1 node x 2 cards of Tesla T4 15 GiB, split 4"
@@ -95,7 +95,7 @@ func up(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	specs, err := gpunode.ParseSpecs(*nodeSpec)
+	specs, err := simnode.ParseSpecs(*nodeSpec)
 	if err != nil {
 		return err
 	}
@@ -110,12 +110,12 @@ func up(args []string) error {
 	defer logFile.Close()
 	// Keep the terminal for what we print: everything else that writes to
 	// stderr (etcd's client among them) goes to the log.
-	console, err := cluster.CaptureStderr(logFile)
+	console, err := localcluster.CaptureStderr(logFile)
 	if err != nil {
 		return err
 	}
 	os.Stderr = console
-	if err := cluster.RedirectKlog(logFile, *verbosity); err != nil {
+	if err := localcluster.RedirectKlog(logFile, *verbosity); err != nil {
 		return err
 	}
 
@@ -124,7 +124,7 @@ func up(args []string) error {
 	out := os.Stdout
 	started := time.Now()
 	fmt.Fprintf(out, "starting etcd and kube-apiserver (log: %s)\n", logPath)
-	cp, err := cluster.Start(cluster.Options{Log: logFile})
+	cp, err := localcluster.Start(localcluster.Options{Log: logFile})
 	if err != nil {
 		return err
 	}
@@ -142,27 +142,27 @@ func up(args []string) error {
 	for _, s := range specs {
 		nodes = append(nodes, s.Build("gpu-node", len(nodes))...)
 	}
-	if err := gpunode.Create(ctx, cp.Client, nodes); err != nil {
+	if err := simnode.Create(ctx, cp.Client, nodes); err != nil {
 		return err
 	}
-	agent := gpunode.NewAgent(cp.Client, 8)
+	agent := simnode.NewAgent(cp.Client, 8)
 	if err := agent.Start(ctx); err != nil {
 		return err
 	}
 	defer agent.Stop()
-	controllers, err := cluster.StartControllers(ctx, cp.Config)
+	controllers, err := localcluster.StartControllers(ctx, cp.Config)
 	if err != nil {
 		return err
 	}
 	defer controllers.Stop()
-	sched, err := cluster.StartScheduler(ctx, cp.Config, cluster.SchedulerOptions{})
+	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{})
 	if err != nil {
 		return err
 	}
 	defer sched.Stop()
 	// The admission webhook, as in a real deployment: it gives device pods
 	// schedulerName hami-scheduler and HAMi's defaults.
-	hook, err := cluster.StartWebhook(ctx, cp.Config, cluster.WebhookOptions{})
+	hook, err := localcluster.StartWebhook(ctx, cp.Config, localcluster.WebhookOptions{})
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@
 package profile
 
 import (
-	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +20,8 @@ import (
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	"k8s.io/utils/ptr"
 
+	hamischeme "github.com/hami-scheduler/hami-scheduler/apis/config/scheme"
+	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
 )
@@ -49,14 +50,18 @@ func Registry() frameworkruntime.Registry {
 
 // IgnoredResources are the resources NodeResourcesFit must not look for on
 // nodes: every vendor resource that describes a share of a card (memory,
-// memory percentage, cores, priority). The card count stays, since device
-// plugins advertise it.
-func IgnoredResources(args *plugins.Args) ([]string, error) {
-	cfgs := vendors.Default()
-	if args != nil && len(args.Vendors) > 0 {
-		cfgs = args.Vendors
+// memory percentage, cores, priority), for the vendors args enable (nil:
+// the defaults). The card count stays, since device plugins advertise it.
+func IgnoredResources(args *hamiv1.HAMiArgs) ([]string, error) {
+	internal, err := hamischeme.ArgsFrom(args)
+	if err != nil {
+		return nil, err
 	}
-	registry, err := vendors.NewRegistry(cfgs)
+	settings, err := internal.ResolveVendors()
+	if err != nil {
+		return nil, err
+	}
+	registry, err := vendors.NewRegistry(settings.Configs)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +80,7 @@ func IgnoredResources(args *plugins.Args) ([]string, error) {
 // Versioned is the KubeSchedulerConfiguration a real deployment loads
 // (manifests/scheduler-config.yaml): the hami-scheduler profile alone, with
 // its own leader-election lease. args nil leaves the plugin's defaults.
-func Versioned(args *plugins.Args) (*configv1.KubeSchedulerConfiguration, error) {
+func Versioned(args *hamiv1.HAMiArgs) (*configv1.KubeSchedulerConfiguration, error) {
 	p, err := versionedProfile(args)
 	if err != nil {
 		return nil, err
@@ -91,7 +96,7 @@ func Versioned(args *plugins.Args) (*configv1.KubeSchedulerConfiguration, error)
 	}, nil
 }
 
-func versionedProfile(args *plugins.Args) (configv1.KubeSchedulerProfile, error) {
+func versionedProfile(args *hamiv1.HAMiArgs) (configv1.KubeSchedulerProfile, error) {
 	ignored, err := IgnoredResources(args)
 	if err != nil {
 		return configv1.KubeSchedulerProfile{}, err
@@ -107,11 +112,9 @@ func versionedProfile(args *plugins.Args) (configv1.KubeSchedulerProfile, error)
 		}},
 	}
 	if args != nil {
-		raw, err := json.Marshal(args)
-		if err != nil {
-			return configv1.KubeSchedulerProfile{}, fmt.Errorf("encode %s args: %w", plugins.Name, err)
-		}
-		p.PluginConfig = append(p.PluginConfig, configv1.PluginConfig{Name: plugins.Name, Args: runtime.RawExtension{Raw: raw}})
+		a := args.DeepCopy()
+		a.TypeMeta = metav1.TypeMeta{APIVersion: hamiv1.SchemeGroupVersion.String(), Kind: "HAMiArgs"}
+		p.PluginConfig = append(p.PluginConfig, configv1.PluginConfig{Name: plugins.Name, Args: runtime.RawExtension{Object: a}})
 	}
 	return p, nil
 }
@@ -119,7 +122,7 @@ func versionedProfile(args *plugins.Args) (configv1.KubeSchedulerProfile, error)
 // Profiles returns the defaulted, validated profiles an in-process
 // scheduler runs: hami-scheduler (with args; nil means the plugin's
 // defaults) and, when withDefault is set, kube-scheduler's default profile.
-func Profiles(args *plugins.Args, withDefault bool) ([]config.KubeSchedulerProfile, error) {
+func Profiles(args *hamiv1.HAMiArgs, withDefault bool) ([]config.KubeSchedulerProfile, error) {
 	cfg, err := Versioned(args)
 	if err != nil {
 		return nil, err

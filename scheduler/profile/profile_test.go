@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
-	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
+	"k8s.io/utils/ptr"
 
-	"github.com/hami-scheduler/hami-scheduler/devices"
+	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
+	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
 )
 
@@ -33,39 +33,30 @@ func TestManifestMatchesProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(fromGo, fromFile, cmp.Transformer("args", decodeHAMiArgs)); diff != "" {
+	if diff := cmp.Diff(fromGo, fromFile); diff != "" {
 		t.Errorf("manifests/scheduler-config.yaml differs from profile.Versioned (-go +file):\n%s", diff)
 	}
 }
 
-// decodeHAMiArgs compares out-of-tree args by content, not encoding.
-func decodeHAMiArgs(u *runtime.Unknown) *plugins.Args {
-	var args plugins.Args
-	if err := frameworkruntime.DecodeInto(u, &args); err != nil {
-		return nil
-	}
-	return &args
-}
-
 func TestProfiles(t *testing.T) {
-	custom := &plugins.Args{
-		NodeSchedulerPolicy: devices.NodeSpread,
-		Vendors:             []devices.Config{{Name: "nvidia", ResourceMemoryName: "example.com/vram"}},
+	custom := &hamiv1.HAMiArgs{
+		NodeSchedulerPolicy: ptr.To("spread"),
+		Vendors:             []hamiv1.VendorArgs{{Name: "nvidia", ResourceMemoryName: "example.com/vram"}},
 	}
 	tests := []struct {
 		name        string
-		args        *plugins.Args
+		args        *hamiv1.HAMiArgs
 		withDefault bool
 		wantIgnored []string
-		wantArgs    *plugins.Args
+		wantPolicy  string
 		wantErr     string
 	}{
-		{name: "defaults", withDefault: true,
+		{name: "defaults", withDefault: true, wantPolicy: "binpack",
 			wantIgnored: []string{"nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"}},
 		{name: "renamed resources follow the vendor config", args: custom,
 			wantIgnored: []string{"example.com/vram", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"},
-			wantArgs:    custom},
-		{name: "unknown vendor", args: &plugins.Args{Vendors: []devices.Config{{Name: "voodoo"}}}, wantErr: "unknown vendor"},
+			wantPolicy:  "spread"},
+		{name: "unknown vendor", args: &hamiv1.HAMiArgs{Vendors: []hamiv1.VendorArgs{{Name: "voodoo"}}}, wantErr: "unknown vendor"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,21 +90,20 @@ func TestProfiles(t *testing.T) {
 					t.Errorf("default plugin %s missing from multiPoint %v", def, multi)
 				}
 			}
-			var gotArgs *plugins.Args
+			var gotArgs *hamiconfig.HAMiArgs
 			for _, pc := range hami.PluginConfig {
 				switch args := pc.Args.(type) {
 				case *config.NodeResourcesFitArgs:
 					if diff := cmp.Diff(tt.wantIgnored, args.IgnoredResources); diff != "" {
 						t.Errorf("NodeResourcesFit ignoredResources (-want +got):\n%s", diff)
 					}
-				case *runtime.Unknown:
-					if pc.Name == plugins.Name {
-						gotArgs = decodeHAMiArgs(args)
-					}
+				case *hamiconfig.HAMiArgs:
+					gotArgs = args
 				}
 			}
-			if diff := cmp.Diff(tt.wantArgs, gotArgs); diff != "" {
-				t.Errorf("%s args (-want +got):\n%s", plugins.Name, diff)
+			// The HAMi args are typed and defaulted, whether given or not.
+			if gotArgs == nil || gotArgs.NodeSchedulerPolicy != tt.wantPolicy || gotArgs.NodeLockWait.Duration == 0 {
+				t.Errorf("%s args %+v, want typed defaulted args with node policy %q", plugins.Name, gotArgs, tt.wantPolicy)
 			}
 			if tt.withDefault {
 				def := profiles[1]

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/test/gpunode"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
 
 // A fractional pod lands on the node's card and carries exactly the
@@ -21,7 +21,7 @@ func TestFractionalPodAnnotations(t *testing.T) {
 	e := newEnv(t, "annotations")
 	nodes := e.addNodes("1 node x 1 card of NVIDIA A100-SXM4-40GB 40 GiB, split 10", nil)
 	node := nodes[0].Name
-	card := gpunode.CardUUID(node, 0)
+	card := simnode.CardUUID(node, 0)
 
 	tests := []struct {
 		name       string

@@ -13,13 +13,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/plugins"
+	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
-	"github.com/hami-scheduler/hami-scheduler/test/allocation"
-	"github.com/hami-scheduler/hami-scheduler/test/cluster"
-	"github.com/hami-scheduler/hami-scheduler/test/gpunode"
 )
 
 const (
@@ -63,7 +63,7 @@ func newEnv(t *testing.T, name string) *env {
 // changes each node (labels, taints, annotations) before it is created.
 func (e *env) addNodes(spec string, mutate func(i int, n *corev1.Node)) []*corev1.Node {
 	e.t.Helper()
-	specs, err := gpunode.ParseSpecs(spec)
+	specs, err := simnode.ParseSpecs(spec)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func (e *env) addNodes(spec string, mutate func(i int, n *corev1.Node)) []*corev
 			mutate(i, n)
 		}
 	}
-	if err := gpunode.Create(e.ctx, controlPlane.Client, nodes); err != nil {
+	if err := simnode.Create(e.ctx, controlPlane.Client, nodes); err != nil {
 		e.t.Fatal(err)
 	}
 	return nodes
@@ -247,11 +247,11 @@ func (e *env) deletePod(name string) {
 // restartScheduler stops the shared scheduler and starts a new one with
 // the plugin args (nil: defaults), as a crashed and restarted
 // hami-scheduler would be.
-func restartScheduler(t *testing.T, args *plugins.Args) {
+func restartScheduler(t *testing.T, args *hamiv1.HAMiArgs) {
 	t.Helper()
 	sched.Stop()
 	var err error
-	sched, err = cluster.StartScheduler(context.Background(), controlPlane.Config, cluster.SchedulerOptions{Args: args})
+	sched, err = localcluster.StartScheduler(context.Background(), controlPlane.Config, localcluster.SchedulerOptions{Args: args})
 	if err != nil {
 		t.Fatalf("restart scheduler: %v", err)
 	}

@@ -14,15 +14,15 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/hami-scheduler/hami-scheduler/test/cluster"
-	"github.com/hami-scheduler/hami-scheduler/test/gpunode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
 
 var (
-	controlPlane *cluster.ControlPlane
-	agent        *gpunode.Agent
+	controlPlane *localcluster.ControlPlane
+	agent        *simnode.Agent
 	// sched is the running scheduler; restartScheduler replaces it.
-	sched *cluster.Scheduler
+	sched *localcluster.Scheduler
 )
 
 func TestMain(m *testing.M) {
@@ -38,7 +38,7 @@ func run(m *testing.M) int {
 	}
 	defer logFile.Close()
 	verbosity, _ := strconv.Atoi(os.Getenv("E2E_VERBOSITY"))
-	if err := cluster.RedirectKlog(logFile, max(verbosity, 2)); err != nil {
+	if err := localcluster.RedirectKlog(logFile, max(verbosity, 2)); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -53,7 +53,7 @@ func run(m *testing.M) int {
 
 func runWithCluster(m *testing.M, logFile *os.File) int {
 	ctx := context.Background()
-	cp, err := cluster.Start(cluster.Options{Log: logFile})
+	cp, err := localcluster.Start(localcluster.Options{Log: logFile})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start control plane:", err)
 		return 1
@@ -61,14 +61,14 @@ func runWithCluster(m *testing.M, logFile *os.File) int {
 	controlPlane = cp
 	defer cp.Stop()
 
-	agent = gpunode.NewAgent(cp.Client, 16)
+	agent = simnode.NewAgent(cp.Client, 16)
 	if err := agent.Start(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "start node agent:", err)
 		return 1
 	}
 	defer agent.Stop()
 
-	sched, err = cluster.StartScheduler(ctx, cp.Config, cluster.SchedulerOptions{})
+	sched, err = localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start scheduler:", err)
 		return 1

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hami-scheduler/hami-scheduler/plugins"
+	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 )
 
 // A scheduler restarted in the middle of a burst rebuilds its device usage
@@ -31,9 +31,9 @@ func TestSchedulerRestartKeepsAccounting(t *testing.T) {
 	})
 
 	// A scheduler killed between taking a node's lock and binding leaves the
-	// lock to expire (plugins.Args.NodeLockExpiry, 5 minutes by default);
+	// lock to expire (HAMiArgs.nodeLockExpiry, 5 minutes by default);
 	// the restarted one takes such locks over after 10s.
-	restartScheduler(t, &plugins.Args{NodeLockExpiry: metav1.Duration{Duration: 10 * time.Second}})
+	restartScheduler(t, &hamiv1.HAMiArgs{NodeLockExpiry: &metav1.Duration{Duration: 10 * time.Second}})
 	restarted := time.Now()
 	t.Cleanup(func() { restartScheduler(t, nil) })
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
-	"github.com/hami-scheduler/hami-scheduler/test/cluster"
 )
 
 // webhookLabel marks the one namespace the e2e webhook is registered for,
@@ -31,7 +31,7 @@ func TestWebhookRoutesDevicePods(t *testing.T) {
 	if _, err := controlPlane.Client.CoreV1().Namespaces().Patch(e.ctx, e.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	w, err := cluster.StartWebhook(e.ctx, controlPlane.Config, cluster.WebhookOptions{
+	w, err := localcluster.StartWebhook(e.ctx, controlPlane.Config, localcluster.WebhookOptions{
 		ConfigurationName: "hami-webhook-e2e",
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "on"}},
 	})

@@ -27,14 +27,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
+	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/plugins"
+	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
-	"github.com/hami-scheduler/hami-scheduler/test/allocation"
-	"github.com/hami-scheduler/hami-scheduler/test/cluster"
-	"github.com/hami-scheduler/hami-scheduler/test/gpunode"
 )
 
 // Options size a run.
@@ -112,7 +113,7 @@ func (r *Result) Ratio() float64 {
 // backlog and the HAMi backlog one after the other, each by a freshly
 // started scheduler.
 func Run(ctx context.Context, opts Options) (*Result, error) {
-	specs, err := gpunode.ParseSpecs(opts.Nodes)
+	specs, err := simnode.ParseSpecs(opts.Nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +124,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	cp, err := cluster.Start(cluster.Options{Log: opts.Log})
+	cp, err := localcluster.Start(localcluster.Options{Log: opts.Log})
 	if err != nil {
 		return nil, err
 	}
@@ -136,7 +137,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	agent := gpunode.NewAgent(agentClient, 32)
+	agent := simnode.NewAgent(agentClient, 32)
 	if err := agent.Start(ctx); err != nil {
 		return nil, err
 	}
@@ -147,7 +148,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		nodes = append(nodes, s.Build("bench", len(nodes))...)
 	}
 	fmt.Fprintf(progress, "creating %d nodes\n", len(nodes))
-	if err := gpunode.Create(ctx, cp.Client, nodes); err != nil {
+	if err := simnode.Create(ctx, cp.Client, nodes); err != nil {
 		return nil, err
 	}
 
@@ -155,9 +156,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		opts.Timeout = 20 * time.Minute
 	}
 	r := &Result{Options: opts}
-	var args *plugins.Args
+	var args *hamiv1.HAMiArgs
 	if opts.NodePolicy != "" {
-		args = &plugins.Args{NodeSchedulerPolicy: opts.NodePolicy}
+		args = &hamiv1.HAMiArgs{NodeSchedulerPolicy: ptr.To(string(opts.NodePolicy))}
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
 	r.Baseline, err = runPhase(ctx, cp, agentCalls, args, opts.Timeout, "baseline", profile.DefaultSchedulerName, opts.Pods, func(int) []corev1.Container {
@@ -191,7 +192,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 // runPhase creates the backlog in its own namespace while no scheduler
 // runs, starts a scheduler and measures until every pod is bound.
-func runPhase(ctx context.Context, cp *cluster.ControlPlane, agentCalls *apiCounter, args *plugins.Args, timeout time.Duration,
+func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agentCalls *apiCounter, args *hamiv1.HAMiArgs, timeout time.Duration,
 	namespace, schedulerName string, pods int, containers func(int) []corev1.Container, progress io.Writer) (Phase, error) {
 	ph := Phase{Profile: schedulerName, Pods: pods}
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
@@ -235,7 +236,7 @@ func runPhase(ctx context.Context, cp *cluster.ControlPlane, agentCalls *apiCoun
 	errorsBefore, _ := attempts(schedulerName, "error")
 	agentBefore := agentCalls.snapshot()
 
-	sched, err := cluster.StartScheduler(ctx, cp.Config, cluster.SchedulerOptions{
+	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{
 		Args:          args,
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return schedCalls.Wrap(rt) },
 	})

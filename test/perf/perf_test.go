@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
-	"github.com/hami-scheduler/hami-scheduler/test/cluster"
 )
 
 var (
@@ -37,14 +37,14 @@ func TestMain(m *testing.M) {
 	// Under load the apiserver's etcd client warns on stderr; keep that in
 	// the log, which is named first in case the process dies.
 	fmt.Printf("control plane and scheduler logs (removed on success): %s\n", logPath)
-	console, err := cluster.CaptureStderr(f)
+	console, err := localcluster.CaptureStderr(f)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	os.Stderr = console
 	verbosity, _ := strconv.Atoi(os.Getenv("PERF_VERBOSITY"))
-	if err := cluster.RedirectKlog(f, verbosity); err != nil {
+	if err := localcluster.RedirectKlog(f, verbosity); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

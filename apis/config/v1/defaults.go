@@ -1,0 +1,64 @@
+package v1
+
+import (
+	"os"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// Defaults of HAMiArgs.
+const (
+	DefaultNodeSchedulerPolicy = "binpack"
+	DefaultGPUSchedulerPolicy  = "spread"
+	DefaultNodeLockExpiry      = 5 * time.Minute
+	DefaultNodeLockWait        = 30 * time.Second
+	DefaultVendor              = "nvidia"
+	// NodeLockExpiryEnv is HAMi's variable for the lock expiry; here it is
+	// only the default of nodeLockExpiry, which an explicit value overrides.
+	NodeLockExpiryEnv = "HAMI_NODELOCK_EXPIRE"
+)
+
+// SetDefaults_HAMiArgs fills every unset field. An unparsable
+// HAMI_NODELOCK_EXPIRE leaves nodeLockExpiry unset so that validation
+// reports it.
+func SetDefaults_HAMiArgs(obj *HAMiArgs) {
+	if obj.NodeSchedulerPolicy == nil {
+		obj.NodeSchedulerPolicy = ptr.To(DefaultNodeSchedulerPolicy)
+	}
+	if obj.GPUSchedulerPolicy == nil {
+		obj.GPUSchedulerPolicy = ptr.To(DefaultGPUSchedulerPolicy)
+	}
+	if obj.NodeLockExpiry == nil {
+		obj.NodeLockExpiry = defaultNodeLockExpiry()
+	}
+	if obj.NodeLockWait == nil {
+		obj.NodeLockWait = &metav1.Duration{Duration: DefaultNodeLockWait}
+	}
+	if obj.DeviceConfigFile == nil {
+		obj.DeviceConfigFile = ptr.To("")
+	}
+	if len(obj.Vendors) == 0 && *obj.DeviceConfigFile == "" {
+		obj.Vendors = []VendorArgs{{Name: DefaultVendor}}
+	}
+}
+
+// SetDefaults_VendorArgs gives the card count its default.
+func SetDefaults_VendorArgs(obj *VendorArgs) {
+	if obj.DefaultCount == nil {
+		obj.DefaultCount = ptr.To[int32](1)
+	}
+}
+
+func defaultNodeLockExpiry() *metav1.Duration {
+	env, ok := os.LookupEnv(NodeLockExpiryEnv)
+	if !ok || env == "" {
+		return &metav1.Duration{Duration: DefaultNodeLockExpiry}
+	}
+	d, err := time.ParseDuration(env)
+	if err != nil {
+		return nil
+	}
+	return &metav1.Duration{Duration: d}
+}

@@ -1,0 +1,72 @@
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// HAMiArgs configure the HAMi plugin:
+//
+//	pluginConfig:
+//	- name: HAMi
+//	  args:
+//	    nodeSchedulerPolicy: binpack
+//	    gpuSchedulerPolicy: spread
+//	    nodeLockExpiry: 5m
+//	    nodeLockWait: 30s
+//	    deviceConfigFile: /config/device-config.yaml
+type HAMiArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// NodeSchedulerPolicy ranks nodes: binpack (default) fills the busiest
+	// nodes first, spread the idlest. A pod may override it with the
+	// hami.io/node-scheduler-policy annotation.
+	NodeSchedulerPolicy *string `json:"nodeSchedulerPolicy,omitempty"`
+	// GPUSchedulerPolicy orders the cards of a node: spread (default) or
+	// binpack. A pod may override it with hami.io/gpu-scheduler-policy.
+	GPUSchedulerPolicy *string `json:"gpuSchedulerPolicy,omitempty"`
+	// NodeLockExpiry is the age after which another pod's node lock may be
+	// taken over. Default: the HAMI_NODELOCK_EXPIRE environment variable
+	// (a Go duration, as HAMi reads it) when set, else 5m.
+	NodeLockExpiry *metav1.Duration `json:"nodeLockExpiry,omitempty"`
+	// NodeLockWait bounds how long PreBind waits for a node locked by
+	// another pod before it fails and the pod is retried (default 30s).
+	NodeLockWait *metav1.Duration `json:"nodeLockWait,omitempty"`
+	// DeviceConfigFile is HAMi's device-config.yaml (the device ConfigMap
+	// of HAMi's chart). When set it defines the vendors and their settings,
+	// and Vendors must be empty. Read once at start.
+	DeviceConfigFile *string `json:"deviceConfigFile,omitempty"`
+	// Vendors enables device vendors and sets their resource names and
+	// defaults, for clusters that do not come from HAMi. Default (when
+	// DeviceConfigFile is empty too): nvidia with HAMi's resource names.
+	Vendors []VendorArgs `json:"vendors,omitempty"`
+}
+
+// VendorArgs enable one device vendor. Empty names take the vendor's
+// defaults (nvidia: nvidia.com/gpu, nvidia.com/gpumem, ...).
+type VendorArgs struct {
+	// Name selects the vendor, e.g. nvidia.
+	Name string `json:"name"`
+	// ResourceCountName is the extended resource counting cards.
+	ResourceCountName string `json:"resourceCountName,omitempty"`
+	// ResourceMemoryName is the memory per card, in MiB.
+	ResourceMemoryName string `json:"resourceMemoryName,omitempty"`
+	// ResourceMemoryPercentageName is the memory per card in percent.
+	ResourceMemoryPercentageName string `json:"resourceMemoryPercentageName,omitempty"`
+	// ResourceCoresName is the core share per card in percent.
+	ResourceCoresName string `json:"resourceCoresName,omitempty"`
+	// ResourcePriorityName is the task priority.
+	ResourcePriorityName string `json:"resourcePriorityName,omitempty"`
+	// DefaultMemoryMiB is the memory per card of a container that names
+	// none; 0 means the whole card.
+	DefaultMemoryMiB int32 `json:"defaultMemoryMiB,omitempty"`
+	// DefaultCores is the core share of a container that names none.
+	DefaultCores int32 `json:"defaultCores,omitempty"`
+	// DefaultCount is the card count the webhook adds to a container that
+	// asks only for memory or cores (default 1; 0 adds none).
+	DefaultCount *int32 `json:"defaultCount,omitempty"`
+	// MemoryFactor multiplies the memory a container asks for (HAMi's
+	// memoryFactor); 0 and 1 leave it unchanged.
+	MemoryFactor int32 `json:"memoryFactor,omitempty"`
+}

@@ -1,0 +1,87 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hami-scheduler/hami-scheduler/apis/deviceconfig"
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// VendorSettings are the vendors the args enable, and where they came
+// from.
+//
+// +k8s:deepcopy-gen=false
+type VendorSettings struct {
+	// Configs are the enabled vendors' settings, in order.
+	Configs []devices.Config
+	// Source is "deviceConfigFile <path>" or "vendors".
+	Source string
+	// Unsupported are device-config sections that enable a vendor this
+	// build does not implement.
+	Unsupported []string
+	// Ignored are device-config keys HAMi's schema does not know (HAMi
+	// ignores them too).
+	Ignored []string
+}
+
+// ResolveVendors resolves the enabled vendors: from DeviceConfigFile when it is
+// set (HAMi's device-config.yaml), else from the Vendors list. The args
+// must have been defaulted.
+func (a *HAMiArgs) ResolveVendors() (*VendorSettings, error) {
+	if a.DeviceConfigFile == "" {
+		s := &VendorSettings{Source: "vendors"}
+		for _, v := range a.Vendors {
+			s.Configs = append(s.Configs, v.DeviceConfig())
+		}
+		return s, nil
+	}
+	return FromDeviceConfigFile(a.DeviceConfigFile)
+}
+
+// FromDeviceConfigFile reads and validates HAMi's device-config.yaml.
+func FromDeviceConfigFile(path string) (*VendorSettings, error) {
+	file, ignored, err := deviceconfig.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if errs := file.Validate(); len(errs) > 0 {
+		return nil, fmt.Errorf("device config %s: %w", path, errs.ToAggregate())
+	}
+	s := &VendorSettings{Source: "deviceConfigFile " + path, Ignored: ignored}
+	var sections []deviceconfig.Section
+	s.Configs, sections = file.Vendors()
+	for _, sec := range sections {
+		if sec.Enabled && sec.Key != "nvidia" {
+			s.Unsupported = append(s.Unsupported, sec.Key)
+		}
+	}
+	if len(s.Configs) == 0 {
+		return nil, fmt.Errorf("device config %s enables no vendor this build supports (nvidia needs nvidia.resourceCountName); configured: %s",
+			path, orNone(s.Unsupported))
+	}
+	return s, nil
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, ", ")
+}
+
+// DeviceConfig maps the vendor's args onto its settings.
+func (v *VendorArgs) DeviceConfig() devices.Config {
+	return devices.Config{
+		Name:                         strings.ToLower(v.Name),
+		ResourceCountName:            v.ResourceCountName,
+		ResourceMemoryName:           v.ResourceMemoryName,
+		ResourceMemoryPercentageName: v.ResourceMemoryPercentageName,
+		ResourceCoresName:            v.ResourceCoresName,
+		ResourcePriorityName:         v.ResourcePriorityName,
+		DefaultMemoryMiB:             v.DefaultMemoryMiB,
+		DefaultCores:                 v.DefaultCores,
+		DefaultCount:                 v.DefaultCount,
+		MemoryFactor:                 v.MemoryFactor,
+	}
+}

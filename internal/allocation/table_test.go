@@ -1,0 +1,56 @@
+package allocation
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+)
+
+func TestWriteTable(t *testing.T) {
+	spec := simnode.Spec{Nodes: 1, Cards: 2, Model: "NVIDIA A100", MemoryMiB: 40960, Split: 10, Cores: 100}
+	node := *spec.Build("gpu", 0)[0]
+	card0 := simnode.CardUUID("gpu-0", 0)
+	limits := corev1.ResourceList{nvidia.DefaultCountName: resource.MustParse("1")}
+	pods := []corev1.Pod{
+		{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "trainer",
+				Annotations: map[string]string{nvidia.AllocatedAnnotation: card0 + ",NVIDIA,3000,30:;"}},
+			Spec:   corev1.PodSpec{NodeName: "gpu-0", Containers: []corev1.Container{{Name: "cuda", Resources: corev1.ResourceRequirements{Limits: limits}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "waiting"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "cuda", Resources: corev1.ResourceRequirements{Limits: limits}}}},
+			Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+				Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Message: "0/1 nodes are available: 1 insufficient NVIDIA devices",
+			}}},
+		},
+		{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"},
+			Spec:       corev1.PodSpec{NodeName: "gpu-0", Containers: []corev1.Container{{Name: "nginx"}}},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+		},
+	}
+	var out strings.Builder
+	WriteTable(&out, Read([]corev1.Node{node}, pods), pods)
+	got := out.String()
+	for _, want := range []string{
+		"default    trainer  Running  gpu-0  cuda       #0 " + card0[:12] + "  3000 MiB  30%",
+		"gpu-0  #0    " + card0[:12] + "  NVIDIA A100  1/10    3000/40960    30/100  trainer",
+		"gpu-0  #1",
+		"default/waiting is pending: 0/1 nodes are available: 1 insufficient NVIDIA devices",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("table lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "web") {
+		t.Errorf("table lists a pod that asks for no card:\n%s", got)
+	}
+}

@@ -1,0 +1,90 @@
+package simnode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// reportRunning writes the status the kubelet posts once every container
+// has started: init containers completed, the others running and ready.
+func (a *Agent) reportRunning(ctx context.Context, pod *corev1.Pod) error {
+	now := metav1.Now()
+	status := map[string]any{
+		"phase":     corev1.PodRunning,
+		"startTime": now,
+		"hostIP":    a.hostIP(pod.Spec.NodeName),
+		"conditions": []corev1.PodCondition{
+			{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		},
+		"containerStatuses": containerStatuses(pod, pod.Spec.Containers, func(c *corev1.ContainerStatus) {
+			c.Ready, c.Started = true, ptrTo(true)
+			c.State.Running = &corev1.ContainerStateRunning{StartedAt: now}
+		}),
+	}
+	if len(pod.Spec.InitContainers) > 0 {
+		status["initContainerStatuses"] = containerStatuses(pod, pod.Spec.InitContainers, func(c *corev1.ContainerStatus) {
+			c.Ready, c.Started = true, ptrTo(false)
+			c.State.Terminated = &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: now, FinishedAt: now}
+		})
+	}
+	return a.patchStatus(ctx, pod, status)
+}
+
+// reportFailed writes the status the kubelet posts when the device
+// manager's Allocate fails during admission.
+func (a *Agent) reportFailed(ctx context.Context, pod *corev1.Pod, cause error) error {
+	return a.patchStatus(ctx, pod, map[string]any{
+		"phase":   corev1.PodFailed,
+		"reason":  "UnexpectedAdmissionError",
+		"message": fmt.Sprintf("Allocate failed due to %v, which is unexpected", cause),
+		"hostIP":  a.hostIP(pod.Spec.NodeName),
+	})
+}
+
+func containerStatuses(pod *corev1.Pod, containers []corev1.Container, set func(*corev1.ContainerStatus)) []corev1.ContainerStatus {
+	out := make([]corev1.ContainerStatus, 0, len(containers))
+	for _, c := range containers {
+		s := corev1.ContainerStatus{
+			Name: c.Name, Image: c.Image, ImageID: "sim://" + c.Image,
+			ContainerID: "sim://" + string(pod.UID) + "/" + c.Name,
+		}
+		set(&s)
+		out = append(out, s)
+	}
+	return out
+}
+
+func (a *Agent) hostIP(node string) string {
+	n, err := a.nodes.Get(node)
+	if err != nil {
+		return ""
+	}
+	for _, addr := range n.Status.Addresses {
+		if addr.Type == corev1.NodeInternalIP {
+			return addr.Address
+		}
+	}
+	return ""
+}
+
+func (a *Agent) patchStatus(ctx context.Context, pod *corev1.Pod, status map[string]any) error {
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": pod.UID},
+		"status":   status,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = a.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	return err
+}
+
+func ptrTo[T any](v T) *T { return &v }

@@ -1,0 +1,152 @@
+// Package simnode simulates GPU nodes for tests, benchmarks and hami-local:
+// Node objects whose annotations, capacity and allocatable are what HAMi's
+// NVIDIA device plugin and the kubelet would write, and an Agent that plays
+// the device plugin's Allocate and the kubelet for pods bound to them.
+package simnode
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Spec describes a group of identical simulated GPU nodes.
+type Spec struct {
+	// Nodes is the number of nodes.
+	Nodes int
+	// Cards is the number of cards per node.
+	Cards int
+	// Model is the card's NVML name, e.g. "NVIDIA A100-SXM4-40GB" or
+	// "Tesla T4".
+	Model string
+	// MemoryMiB is each card's memory as registered.
+	MemoryMiB int32
+	// Split is how many containers may share a card (HAMi's
+	// deviceSplitCount; default 10).
+	Split int32
+	// Cores is each card's core capacity (100 = one card; HAMi's
+	// deviceCoreScaling x 100).
+	Cores int32
+}
+
+// DefaultSplit is HAMi's default deviceSplitCount.
+const DefaultSplit = 10
+
+// Limits keep a mistyped spec from creating a cluster the machine cannot hold.
+const (
+	maxNodes = 100000
+	maxCards = 128
+)
+
+var specPattern = regexp.MustCompile(`(?i)^(\d+)\s*nodes?\s*[x×*]\s*(\d+)\s*cards?\s+of\s+(.+?)\s+(\d+(?:\.\d+)?)\s*(gib|gb|g|mib|mb|m)\s*(?:,(.*))?$`)
+
+// ParseSpecs reads one or more node groups separated by ";", each like
+// "4 nodes x 8 cards of NVIDIA A100 40 GiB, split 10". After the memory
+// come optional comma-separated settings: "split N" (default 10) and
+// "cores N" (default 100).
+func ParseSpecs(s string) ([]Spec, error) {
+	var specs []Spec
+	for part := range strings.SplitSeq(s, ";") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		spec, err := ParseSpec(part)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, spec)
+	}
+	if len(specs) == 0 {
+		return nil, fmt.Errorf("no node group in %q", s)
+	}
+	return specs, nil
+}
+
+// ParseSpec reads one node group, e.g.
+// "4 nodes x 8 cards of NVIDIA A100 40 GiB, split 10, cores 100".
+func ParseSpec(s string) (Spec, error) {
+	m := specPattern.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return Spec{}, fmt.Errorf("node group %q: want \"<n> nodes x <c> cards of <model> <memory> GiB[, split <s>][, cores <k>]\"", strings.TrimSpace(s))
+	}
+	spec := Spec{Model: strings.TrimSpace(m[3]), Split: DefaultSplit, Cores: 100}
+	var err error
+	if spec.Nodes, err = boundedInt(m[1], "node count", 1, maxNodes); err != nil {
+		return Spec{}, fmt.Errorf("node group %q: %w", s, err)
+	}
+	if spec.Cards, err = boundedInt(m[2], "card count", 1, maxCards); err != nil {
+		return Spec{}, fmt.Errorf("node group %q: %w", s, err)
+	}
+	if spec.MemoryMiB, err = memoryMiB(m[4], m[5]); err != nil {
+		return Spec{}, fmt.Errorf("node group %q: %w", s, err)
+	}
+	if m[6] != "" {
+		for opt := range strings.SplitSeq(m[6], ",") {
+			if err := spec.setOption(strings.TrimSpace(opt)); err != nil {
+				return Spec{}, fmt.Errorf("node group %q: %w", s, err)
+			}
+		}
+	}
+	return spec, nil
+}
+
+func (s *Spec) setOption(opt string) error {
+	key, value, _ := strings.Cut(opt, " ")
+	value = strings.TrimSpace(value)
+	switch strings.ToLower(key) {
+	case "split":
+		n, err := boundedInt(value, "split", 1, 1000)
+		s.Split = int32(n)
+		return err
+	case "cores":
+		n, err := boundedInt(value, "cores", 1, 10000)
+		s.Cores = int32(n)
+		return err
+	default:
+		return fmt.Errorf("unknown setting %q (want split N or cores N)", opt)
+	}
+}
+
+func boundedInt(s, what string, lo, hi int) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < lo || n > hi {
+		return 0, fmt.Errorf("%s %q: want a whole number from %d to %d", what, s, lo, hi)
+	}
+	return n, nil
+}
+
+func memoryMiB(number, unit string) (int32, error) {
+	v, err := strconv.ParseFloat(number, 64)
+	if err != nil {
+		return 0, fmt.Errorf("memory %q is not a number", number)
+	}
+	switch strings.ToLower(unit) {
+	case "gib", "gb", "g":
+		v *= 1024
+	}
+	if v < 1 || v > 1<<31-1 {
+		return 0, fmt.Errorf("memory %s %s: want 1 MiB to 2 PiB", number, unit)
+	}
+	return int32(v), nil
+}
+
+// String renders the spec in the form ParseSpec reads.
+func (s Spec) String() string {
+	nodes, cards := "nodes", "cards"
+	if s.Nodes == 1 {
+		nodes = "node"
+	}
+	if s.Cards == 1 {
+		cards = "card"
+	}
+	mem := strconv.FormatInt(int64(s.MemoryMiB), 10) + " MiB"
+	if s.MemoryMiB%1024 == 0 {
+		mem = strconv.FormatInt(int64(s.MemoryMiB/1024), 10) + " GiB"
+	}
+	out := fmt.Sprintf("%d %s x %d %s of %s %s, split %d", s.Nodes, nodes, s.Cards, cards, s.Model, mem, s.Split)
+	if s.Cores != 100 {
+		out += fmt.Sprintf(", cores %d", s.Cores)
+	}
+	return out
+}

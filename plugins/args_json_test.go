@@ -1,5 +1,0 @@
-package plugins
-
-import "encoding/json"
-
-func jsonArgs(a *Args) ([]byte, error) { return json.Marshal(a) }
