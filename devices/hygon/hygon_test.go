@@ -16,9 +16,9 @@ import (
 
 // Register strings as HAMi's docs and tests write them.
 const (
-	specRegister   = "DCU-3a0f,4,65520,100,DCU-K100_AI,0,true:"
-	hamiRegister9  = "test-0,1,1024,100,DCU,0,true,0,test:"
-	hamiRegister5  = "test-0,1,1024,100,DCU:"
+	specRegister    = "DCU-3a0f,4,65520,100,DCU-K100_AI,0,true:"
+	hamiRegister9   = "test-0,1,1024,100,DCU,0,true,0,test:"
+	hamiRegister5   = "test-0,1,1024,100,DCU:"
 	twoCardRegister = "DCU-a,4,65520,100,DCU-K100_AI,0,true:DCU-b,4,65520,100,DCU-Z100L,1,true,1,hami-core:"
 )
 
