@@ -532,6 +532,13 @@ func TestFit(t *testing.T) {
 			want:       "npu-1,Ascend910B3,65536,0:npu-2,Ascend910B3,65536,0:npu-0,Ascend910B3,65536,0:;",
 		},
 		{
+			name:       "NetworkID: exactly enough fit: walk order kept",
+			chip:       "Ascend910B3",
+			containers: []corev1.Container{limits("main", "huawei.com/Ascend910B3", "3")},
+			cards:      npuCards("Ascend910B3", 0, 1, 1),
+			want:       "npu-0,Ascend910B3,65536,0:npu-1,Ascend910B3,65536,0:npu-2,Ascend910B3,65536,0:;",
+		},
+		{
 			name:       "NetworkID: only NPUs that fit are grouped",
 			chip:       "Ascend910B3",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910B3", "2", "huawei.com/Ascend910B3-memory", "32768")},

@@ -27,7 +27,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	if !topology && !v.pairs {
 		return devices.FitPod(v.cfg.CommonWord, cards, used, req)
 	}
-	return v.fitGrouped(cards, used, req, topology)
+	return v.fitGrouped(cards, used, req)
 }
 
 // wholeCoreCards copies the cards with a core total of 100, into buf when
@@ -51,7 +51,7 @@ func hasNetworkIDs(cards []devices.Card) bool {
 
 // fitGrouped places the containers one after the other, as FitPod does,
 // choosing the NPUs of multi-NPU containers by NetworkID or module.
-func (v *Vendor) fitGrouped(cards []devices.Card, used []devices.Usage, req *devices.PodRequest, topology bool) (devices.Assignment, *devices.Rejection) {
+func (v *Vendor) fitGrouped(cards []devices.Card, used []devices.Usage, req *devices.PodRequest) (devices.Assignment, *devices.Rejection) {
 	scratch := make([]devices.Usage, len(used))
 	copy(scratch, used)
 	a := make(devices.Assignment, len(req.Containers))
@@ -74,9 +74,13 @@ func (v *Vendor) fitGrouped(cards []devices.Card, used []devices.Usage, req *dev
 				rej.Container = i
 				return nil, rej
 			}
-			if v.pairs {
+			switch {
+			case v.pairs:
 				grants = modulePairs(cards, all, int(r.Count))
-			} else if topology {
+			case len(all) == int(r.Count):
+				// Exactly enough fit: HAMi keeps them in walk order.
+				grants = all
+			default:
 				grants = byNetworkID(cards, all, int(r.Count))
 			}
 			if len(grants) != int(r.Count) {
