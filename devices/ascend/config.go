@@ -132,3 +132,21 @@ func (c *Config) validate() error {
 	}
 	return nil
 }
+
+// VNPUs is HAMi's vnpus section of device-config.yaml.
+type VNPUs struct {
+	HamiVnpuCore bool     `json:"hamiVnpuCore,omitempty"`
+	Configs      []Config `json:"configs,omitempty"`
+}
+
+// Chips returns the section's chips with the global hamiVnpuCore switch
+// copied into each, ready for New.
+func (s VNPUs) Chips() []Config {
+	out := make([]Config, len(s.Configs))
+	for i, c := range s.Configs {
+		c.HamiVnpuCore = c.HamiVnpuCore || s.HamiVnpuCore
+		c.Templates = slices.Clone(c.Templates)
+		out[i] = c
+	}
+	return out
+}
