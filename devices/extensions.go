@@ -1,0 +1,46 @@
+package devices
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Optional vendor interfaces. A vendor implements one of these when HAMi's
+// protocol asks more of it than Vendor covers; callers find them with a
+// type assertion and do nothing for vendors that lack them.
+
+// Handshaker is a vendor whose device plugin takes part in HAMi's node
+// handshake (hami-protocol 9): the scheduler stamps Requesting_<time> under
+// the key and deletes the key when the vendor's cards are dropped.
+type Handshaker interface {
+	// HandshakeAnnotation is the node annotation key, e.g.
+	// hami.io/node-handshake-dcu.
+	HandshakeAnnotation() string
+}
+
+// PodAnnotator is a vendor whose device plugin reads pod annotations
+// besides the assignment pair. They go into the same patch as the
+// assignment (PreBind), and only when the assignment is not empty.
+type PodAnnotator interface {
+	// AssignmentExtras returns the extra annotations for the pod's
+	// assignment a (this vendor's part only); now is the decision time.
+	AssignmentExtras(pod *corev1.Pod, a Assignment, now time.Time) (map[string]string, error)
+}
+
+// PodDefaulter is a vendor whose admission defaults depend on the pod
+// (its annotations) or change it (e.g. spec.runtimeClassName). The webhook
+// calls DefaultInPod instead of Vendor.Default for such a vendor.
+type PodDefaulter interface {
+	// DefaultInPod applies the defaults to ctr, a container of pod, and to
+	// pod itself, and reports whether ctr asks for the vendor's devices.
+	DefaultInPod(pod *corev1.Pod, ctr *corev1.Container) (bool, error)
+}
+
+// NodeScorer is a vendor that adds its own term to a node's score for a
+// placement, as HAMi's ScoreNode does (e.g. Ascend's network topology).
+type NodeScorer interface {
+	// ScoreAssignment scores the assignment a on the node's cards (as
+	// given to Fit); higher is better, 0 means no opinion.
+	ScoreAssignment(cards []Card, a Assignment) float64
+}
