@@ -199,7 +199,12 @@ func (v *Vendor) parseContainer(c *corev1.Container) (devices.Request, error) {
 		return devices.Request{}, err
 	}
 	if memOK {
-		r.MemoryMiB = mem
+		// memoryFactor: gpumem is in units of factor MiB. Percentages and
+		// defaultMemory are not multiplied.
+		if int64(mem) > int64(1<<31-1)/int64(v.memoryFactor) {
+			return devices.Request{}, fmt.Errorf("%s %d x memoryFactor %d is above 2147483647 MiB", v.names.Memory, mem, v.memoryFactor)
+		}
+		r.MemoryMiB = mem * v.memoryFactor
 	}
 	pct, pctOK, err := quantity(c, v.names.MemoryPercentage)
 	if err != nil {

@@ -168,6 +168,30 @@ func TestParsePod(t *testing.T) {
 			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 3000}}},
 		},
 		{
+			name: "memoryFactor multiplies gpumem",
+			cfg:  devices.Config{MemoryFactor: 1024},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "3", "nvidia.com/gpucores", "10")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 2, MemoryMiB: 3072, Cores: 10}}},
+		},
+		{
+			name: "memoryFactor leaves percentages alone",
+			cfg:  devices.Config{MemoryFactor: 1024},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "30")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 30}}},
+		},
+		{
+			name: "memoryFactor leaves defaultMemoryMiB alone",
+			cfg:  devices.Config{MemoryFactor: 1024, DefaultMemoryMiB: 500},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 500}}},
+		},
+		{
+			name:    "memoryFactor overflow",
+			cfg:     devices.Config{MemoryFactor: 1024},
+			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "2097152")),
+			wantErr: []string{"nvidia.com/gpumem 2097152 x memoryFactor 1024 is above 2147483647"},
+		},
+		{
 			name: "gpumem with a suffix",
 			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "2k")),
 			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 2000}}},
