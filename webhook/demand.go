@@ -15,36 +15,34 @@ type amount struct {
 	Cores int64
 }
 
-// demand is what a pod about to be admitted asks of one vendor.
-type demand struct {
-	amount
-	// MemoryUnknown is set when a container asks a share of each card's
-	// memory (nvidia.com/gpumem-percentage, or no memory at all, which
-	// means the whole card) rather than MiB: the MiB are known only once
-	// the scheduler has picked the cards. Such containers add nothing to
-	// MemoryMiB.
-	MemoryUnknown bool
-}
-
-// demandOf sums what every container of the pod asks, init containers
-// included: the scheduler assigns init containers their own cards and
-// writes them into the pod's allocated annotation, which is what the quota
-// counts for as long as the pod lives. A container asks count x per-card
-// memory and count x per-card cores.
-func demandOf(req devices.PodRequest) demand {
-	var d demand
-	for _, r := range req.Containers {
+// demandOf is what a pod about to be admitted asks of one vendor, as
+// HAMi's webhook counts it (fitResourceQuota): each container asks count x
+// per-card memory and count x per-card cores; init containers run one
+// after another, so the pod asks, for memory and cores separately, the
+// larger of the regular containers' sum and the largest init container.
+// req lists the init containers first; inits is how many there are.
+//
+// Memory asked as a share of a card (nvidia.com/gpumem-percentage, or no
+// memory at all, which means the whole card) counts 0 MiB: its MiB are
+// known only once the scheduler has picked the card. MiB are as ParsePod
+// returns them, already multiplied by the vendor's memoryFactor.
+func demandOf(req devices.PodRequest, inits int) amount {
+	var regular, init amount
+	for i, r := range req.Containers {
 		if r.IsZero() {
 			continue
 		}
-		if r.MemoryMiB > 0 {
-			d.MemoryMiB += int64(r.Count) * int64(r.MemoryMiB)
-		} else {
-			d.MemoryUnknown = true
+		mem := int64(r.Count) * int64(r.MemoryMiB)
+		cores := int64(r.Count) * int64(r.Cores)
+		if i < inits {
+			init.MemoryMiB = max(init.MemoryMiB, mem)
+			init.Cores = max(init.Cores, cores)
+			continue
 		}
-		d.Cores += int64(r.Count) * int64(r.Cores)
+		regular.MemoryMiB += mem
+		regular.Cores += cores
 	}
-	return d
+	return amount{MemoryMiB: max(regular.MemoryMiB, init.MemoryMiB), Cores: max(regular.Cores, init.Cores)}
 }
 
 // holdingOf is what an admitted pod holds of one vendor: the sum of the
