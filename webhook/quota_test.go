@@ -48,6 +48,18 @@ func holding(name, assignment string, opts ...podOption) *corev1.Pod {
 	return newPod(opts...)
 }
 
+// initExited gives every init container of the pod a terminated status
+// with the exit code.
+func initExited(code int32) podOption {
+	return func(p *corev1.Pod) {
+		for _, c := range p.Spec.InitContainers {
+			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{
+				Name: c.Name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}},
+			})
+		}
+	}
+}
+
 func deletedLongAgo(p *corev1.Pod) {
 	past := metav1.NewTime(time.Now().Add(-time.Hour))
 	grace := int64(30)
@@ -128,6 +140,42 @@ func TestQuotaCheck(t *testing.T) {
 				holding("a", "GPU-0,NVIDIA,2000,0:;GPU-1,NVIDIA,2000,0:;")},
 			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1001")),
 			refusal: "its pods hold 4000 MiB",
+		},
+		{
+			// hami-protocol 8: per card, max(largest init, sum of regular).
+			name: "a pod's init container and regular container on one card hold the larger grant",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("a", "GPU-0,NVIDIA,3000,0:;GPU-0,NVIDIA,1000,0:;", initContainer("warmup", "cpu", "1"))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "2001")),
+			refusal: "its pods hold 3000 MiB",
+		},
+		{
+			name: "a pod's init and regular grants on different cards are added",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("a", "GPU-1,NVIDIA,3000,0:;GPU-0,NVIDIA,1000,0:;", initContainer("warmup", "cpu", "1"))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1001")),
+			refusal: "its pods hold 4000 MiB",
+		},
+		{
+			name: "cores of a pod's init and regular containers collapse per card too",
+			objects: []client.Object{coresQuota("gpu", "100"),
+				holding("a", "GPU-0,NVIDIA,1000,60:;GPU-0,NVIDIA,1000,20:GPU-1,NVIDIA,1000,20:;", initContainer("warmup", "cpu", "1"))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "21")),
+			refusal: "its pods hold 80 and this pod asks 21 more",
+		},
+		{
+			name: "once its init containers succeeded a pod holds its regular grants only",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("a", "GPU-0,NVIDIA,3000,0:;GPU-0,NVIDIA,1000,0:;", initContainer("warmup", "cpu", "1"), initExited(0))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "4001")),
+			refusal: "its pods hold 1000 MiB",
+		},
+		{
+			name: "a failed init container keeps its grant held",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("a", "GPU-0,NVIDIA,3000,0:;GPU-0,NVIDIA,1000,0:;", initContainer("warmup", "cpu", "1"), initExited(1))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "2001")),
+			refusal: "its pods hold 3000 MiB",
 		},
 		{
 			name: "terminated pods hold nothing",
