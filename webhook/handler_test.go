@@ -123,10 +123,11 @@ func TestHandleRules(t *testing.T) {
 			patch:  nil,
 		},
 		{
-			name:   "empty schedulerName left alone when take-over is off",
+			// HAMi: only a non-empty name can be another scheduler.
+			name:   "empty schedulerName is taken over even when take-over is off",
 			config: func(c *Config) { c.TakeOverDefaultScheduler = false },
 			pod:    newPod(schedulerName(""), limits("nvidia.com/gpumem", "1000")),
-			patch:  nil,
+			patch:  []jsonpatch.Operation{addCount, op("add", "/spec/schedulerName", DefaultSchedulerName)},
 		},
 		{
 			name:   "pod naming hami-scheduler is defaulted even when take-over is off",

@@ -21,14 +21,16 @@ func ignored(pod *corev1.Pod) bool {
 }
 
 // schedulerOwned reports whether the pod may be handed to c.SchedulerName:
-// it names that scheduler already, or it names default-scheduler (or none)
-// and the webhook is configured to take those over. Pods that name any
-// other scheduler belong to that scheduler and are left alone.
+// it names that scheduler already, or no scheduler, or it names
+// default-scheduler and the webhook is configured to take those over (as
+// HAMi's webhook decides). Pods that name any other scheduler belong to
+// that scheduler and are left alone. (The API server fills in
+// default-scheduler before admission, so an empty name is rare.)
 func (c Config) schedulerOwned(pod *corev1.Pod) bool {
 	switch pod.Spec.SchedulerName {
-	case c.SchedulerName:
+	case c.SchedulerName, "":
 		return true
-	case "", corev1.DefaultSchedulerName:
+	case corev1.DefaultSchedulerName:
 		return c.TakeOverDefaultScheduler
 	}
 	return false
