@@ -249,6 +249,13 @@ func TestHandleRules(t *testing.T) {
 			patch: []jsonpatch.Operation{addExclusive, setScheduler},
 		},
 		{
+			// No exclusive cores here (gpumem given): the count in limits
+			// alone makes it a GPU container.
+			name:  "nvidia.com/gpu: 0 with gpumem is a GPU container: the scheduler is set",
+			pod:   newPod(limits("nvidia.com/gpu", "0", "nvidia.com/gpumem", "1000")),
+			patch: []jsonpatch.Operation{setScheduler},
+		},
+		{
 			name:   "runtime class is set on a GPU pod that names none",
 			config: withVendor(t, devices.Config{Name: "nvidia", RuntimeClassName: "nvidia"}),
 			pod:    newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
