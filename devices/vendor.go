@@ -30,8 +30,26 @@ type Vendor interface {
 	// the one the device plugin consumes and the one kept for accounting.
 	AssignmentAnnotations() (toAllocate, allocated string)
 	// Default applies admission defaults to one container and reports
-	// whether the container asks for this vendor's devices.
+	// whether the container asks for this vendor's devices. It may change
+	// a container that asks for nothing (env such as NVIDIA's
+	// NVIDIA_VISIBLE_DEVICES=none). On error the container is unchanged.
 	Default(ctr *corev1.Container) (bool, error)
+}
+
+// RuntimeClassVendor is implemented by a vendor whose device pods need a
+// runtime class (HAMi's runtimeClassName). The webhook sets
+// spec.runtimeClassName to RuntimeClassName when the pod names none, the
+// name is not empty and a container asks for the vendor's devices.
+type RuntimeClassVendor interface {
+	RuntimeClassName() string
+}
+
+// MemoryScaler is implemented by a vendor with HAMi's memoryFactor: the
+// memory a container asks is multiplied by MemoryFactor (>= 1; 1 is off)
+// in ParsePod, and a namespace's memory quota limit is multiplied by it
+// too, so that a quota is written in the units the user asks in.
+type MemoryScaler interface {
+	MemoryFactor() int32
 }
 
 // ResourceNames are the extended resources of one vendor.

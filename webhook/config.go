@@ -21,8 +21,8 @@ type Config struct {
 	// asks for a managed device.
 	SchedulerName string
 	// TakeOverDefaultScheduler lets the webhook move pods that name
-	// default-scheduler (or no scheduler) to SchedulerName. Pods naming any
-	// other scheduler are never touched.
+	// default-scheduler to SchedulerName. Pods naming no scheduler are
+	// always handled; pods naming any other scheduler are never touched.
 	TakeOverDefaultScheduler bool
 	// Registry holds the enabled vendors; it must be built from the same
 	// vendor configuration as the scheduler plugin's, so that both read the

@@ -15,41 +15,44 @@ type amount struct {
 	Cores int64
 }
 
-// demand is what a pod about to be admitted asks of one vendor.
-type demand struct {
-	amount
-	// MemoryUnknown is set when a container asks a share of each card's
-	// memory (nvidia.com/gpumem-percentage, or no memory at all, which
-	// means the whole card) rather than MiB: the MiB are known only once
-	// the scheduler has picked the cards. Such containers add nothing to
-	// MemoryMiB.
-	MemoryUnknown bool
-}
-
-// demandOf sums what every container of the pod asks, init containers
-// included: the scheduler assigns init containers their own cards and
-// writes them into the pod's allocated annotation, which is what the quota
-// counts for as long as the pod lives. A container asks count x per-card
-// memory and count x per-card cores.
-func demandOf(req devices.PodRequest) demand {
-	var d demand
-	for _, r := range req.Containers {
+// demandOf is what a pod about to be admitted asks of one vendor, as
+// HAMi's webhook counts it (fitResourceQuota): each container asks count x
+// per-card memory and count x per-card cores; init containers run one
+// after another, so the pod asks, for memory and cores separately, the
+// larger of the regular containers' sum and the largest init container.
+// req lists the init containers first; inits is how many there are.
+//
+// Memory asked as a share of a card (nvidia.com/gpumem-percentage, or no
+// memory at all, which means the whole card) counts 0 MiB: its MiB are
+// known only once the scheduler has picked the card. MiB are as ParsePod
+// returns them, already multiplied by the vendor's memoryFactor.
+func demandOf(req devices.PodRequest, inits int) amount {
+	var regular, init amount
+	for i, r := range req.Containers {
 		if r.IsZero() {
 			continue
 		}
-		if r.MemoryMiB > 0 {
-			d.MemoryMiB += int64(r.Count) * int64(r.MemoryMiB)
-		} else {
-			d.MemoryUnknown = true
+		mem := int64(r.Count) * int64(r.MemoryMiB)
+		cores := int64(r.Count) * int64(r.Cores)
+		if i < inits {
+			init.MemoryMiB = max(init.MemoryMiB, mem)
+			init.Cores = max(init.Cores, cores)
+			continue
 		}
-		d.Cores += int64(r.Count) * int64(r.Cores)
+		regular.MemoryMiB += mem
+		regular.Cores += cores
 	}
-	return d
+	return amount{MemoryMiB: max(regular.MemoryMiB, init.MemoryMiB), Cores: max(regular.Cores, init.Cores)}
 }
 
-// holdingOf is what an admitted pod holds of one vendor: the sum of the
-// grants in its allocated annotation (the scheduler writes it at bind and
-// never changes it). A pod without the annotation holds nothing yet.
+// holdingOf is what an admitted pod holds of one vendor, counted as HAMi
+// counts a pod's usage (hami-protocol section 8): per card, the larger of
+// the largest init container's grant and the sum of the regular
+// containers' grants, memory and cores apart; once every init container
+// has terminated with exit code 0, the regular containers' grants alone.
+// The grants are those of the pod's allocated annotation (the scheduler
+// writes it at bind and never changes it), whose entries list the init
+// containers first. A pod without the annotation holds nothing yet.
 func holdingOf(v devices.Vendor, pod *corev1.Pod) (amount, error) {
 	_, key := v.AssignmentAnnotations()
 	raw, ok := pod.Annotations[key]
@@ -60,10 +63,53 @@ func holdingOf(v devices.Vendor, pod *corev1.Pod) (amount, error) {
 	if err != nil {
 		return amount{}, err
 	}
+	inits := len(pod.Spec.InitContainers)
+	initsDone := initContainersSucceeded(pod)
+	type perCard struct{ init, regular amount }
+	cards := map[string]*perCard{}
+	var order []string
+	for i, container := range a {
+		isInit := i < inits
+		if isInit && initsDone {
+			continue
+		}
+		for _, g := range container {
+			c := cards[g.UUID]
+			if c == nil {
+				c = &perCard{}
+				cards[g.UUID] = c
+				order = append(order, g.UUID)
+			}
+			if isInit {
+				c.init.MemoryMiB = max(c.init.MemoryMiB, int64(g.MemoryMiB))
+				c.init.Cores = max(c.init.Cores, int64(g.Cores))
+			} else {
+				c.regular.MemoryMiB += int64(g.MemoryMiB)
+				c.regular.Cores += int64(g.Cores)
+			}
+		}
+	}
 	var held amount
-	a.Grants(func(g devices.Grant) {
-		held.MemoryMiB += int64(g.MemoryMiB)
-		held.Cores += int64(g.Cores)
-	})
+	for _, uuid := range order {
+		c := cards[uuid]
+		held.MemoryMiB += max(c.init.MemoryMiB, c.regular.MemoryMiB)
+		held.Cores += max(c.init.Cores, c.regular.Cores)
+	}
 	return held, nil
+}
+
+// initContainersSucceeded reports whether the pod has init container
+// statuses and every one of them terminated with exit code 0. A native
+// sidecar (an init container that keeps running) never does.
+func initContainersSucceeded(pod *corev1.Pod) bool {
+	statuses := pod.Status.InitContainerStatuses
+	if len(statuses) == 0 {
+		return false
+	}
+	for _, st := range statuses {
+		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
 }

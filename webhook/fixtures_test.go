@@ -129,6 +129,16 @@ func privilegedLast() podOption {
 	}
 }
 
+// privilegedInit makes the last init container privileged.
+func privilegedInit() podOption {
+	return func(p *corev1.Pod) {
+		yes := true
+		p.Spec.InitContainers[len(p.Spec.InitContainers)-1].SecurityContext = &corev1.SecurityContext{Privileged: &yes}
+	}
+}
+
+func runtimeClass(n string) podOption { return func(p *corev1.Pod) { p.Spec.RuntimeClassName = &n } }
+
 func noContainers() podOption { return func(p *corev1.Pod) { p.Spec.Containers = nil } }
 
 // createRequest wraps obj in a CREATE admission request for pods.

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -65,22 +66,29 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	if ignored(pod) {
 		return admission.Allowed("pod is labelled hami.io/webhook=ignore"), resultUntouched
 	}
-	if !h.cfg.schedulerOwned(pod) {
-		return admission.Allowed(fmt.Sprintf("pod belongs to scheduler %q", pod.Spec.SchedulerName)), resultUntouched
-	}
+	// HAMi checks the containers before the scheduler name, so a pod of
+	// another scheduler without containers is refused too.
 	if len(pod.Spec.Containers) == 0 {
 		return admission.Denied("pod has no containers; add at least one container to spec.containers"), resultInvalid
+	}
+	if !h.cfg.schedulerOwned(pod) {
+		return admission.Allowed(fmt.Sprintf("pod belongs to scheduler %q", pod.Spec.SchedulerName)), resultUntouched
 	}
 	original, err := json.Marshal(pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err), resultError
 	}
 	m := h.cfg.mutatePod(pod)
+	if m.err != nil {
+		return admission.Errored(http.StatusInternalServerError, m.err), m.rule
+	}
 	if m.refusal != "" {
 		return admission.Denied(m.refusal), m.rule
 	}
 	if !m.asks {
-		return admission.Allowed("pod asks for no managed device"), resultUntouched
+		// Env a vendor adds to every container (overwriteEnv, core
+		// policy) still has to be patched in.
+		return h.patch(original, pod, "pod asks for no managed device")
 	}
 	namespace := req.Namespace
 	if namespace == "" {
@@ -93,16 +101,25 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 			return admission.Errored(http.StatusInternalServerError, fmt.Errorf("device quota of namespace %s cannot be checked, retry shortly: %w", namespace, err)), resultError
 		}
 		if refusal != "" {
-			return admission.Denied(refusal), resultQuota
+			return admission.Denied("exceeding resource quota: " + refusal), resultQuota
 		}
 	}
+	return h.patch(original, pod, "")
+}
+
+// patch answers with the JSON patch from original to pod. The patch is the
+// difference between the decoded pod before and after the rules, not
+// between req.Object.Raw and the mutated pod: fields of the raw object
+// that this build's k8s.io/api does not know (a newer API server) are then
+// left alone instead of being removed. A pod the rules left as it was is
+// allowed with reason unchanged (resultUntouched).
+func (h *Handler) patch(original []byte, pod *corev1.Pod, unchanged string) (admission.Response, string) {
 	mutated, err := json.Marshal(pod)
 	if err != nil {
 		return admission.Errored(http.StatusInternalServerError, err), resultError
 	}
-	// The patch is the difference between the decoded pod before and after
-	// the rules, not between req.Object.Raw and the mutated pod: fields of
-	// the raw object that this build's k8s.io/api does not know (a newer
-	// API server) are then left alone instead of being removed.
+	if unchanged != "" && bytes.Equal(original, mutated) {
+		return admission.Allowed(unchanged), resultUntouched
+	}
 	return admission.PatchResponseFromRaw(original, mutated), resultMutated
 }

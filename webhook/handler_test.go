@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -30,11 +31,17 @@ func op(operation, path string, value any) jsonpatch.Operation {
 // Patch operations the rules produce, for the first regular container
 // unless the path says otherwise.
 var (
-	setScheduler   = op("replace", "/spec/schedulerName", DefaultSchedulerName)
-	addCount       = op("add", "/spec/containers/0/resources/limits/nvidia.com~1gpu", "1")
-	addExclusive   = op("add", "/spec/containers/0/resources/limits/nvidia.com~1gpucores", "100")
-	addPriorityEnv = op("add", "/spec/containers/0/env", []any{map[string]any{"name": "CUDA_TASK_PRIORITY", "value": "1"}})
+	setScheduler    = op("replace", "/spec/schedulerName", DefaultSchedulerName)
+	addCount        = op("add", "/spec/containers/0/resources/limits/nvidia.com~1gpu", "1")
+	addExclusive    = op("add", "/spec/containers/0/resources/limits/nvidia.com~1gpucores", "100")
+	addPriorityEnv  = op("add", "/spec/containers/0/env", []any{map[string]any{"name": "CUDA_TASK_PRIORITY", "value": "1"}})
+	setRuntimeClass = op("add", "/spec/runtimeClassName", "nvidia")
 )
+
+// withVendor configures the registry with the given vendor configs.
+func withVendor(t *testing.T, configs ...devices.Config) func(*Config) {
+	return func(c *Config) { c.Registry = testRegistry(t, configs...) }
+}
 
 // TestHandleRules runs each admission rule through Handler.Handle: a CREATE
 // request in, a JSON patch or a refusal out.
@@ -44,9 +51,11 @@ func TestHandleRules(t *testing.T) {
 		config func(*Config)
 		pod    *corev1.Pod
 		// patch is the expected JSON patch of an allowed pod (nil: allowed
-		// unchanged). refusal, when set, is a substring of the denial.
+		// unchanged). refusal, when set, is a substring of the denial,
+		// answered with code (403 when 0).
 		patch   []jsonpatch.Operation
 		refusal string
+		code    int32
 	}{
 		{
 			name:  "pod asking for nothing is left alone",
@@ -114,10 +123,11 @@ func TestHandleRules(t *testing.T) {
 			patch:  nil,
 		},
 		{
-			name:   "empty schedulerName left alone when take-over is off",
+			// HAMi: only a non-empty name can be another scheduler.
+			name:   "empty schedulerName is taken over even when take-over is off",
 			config: func(c *Config) { c.TakeOverDefaultScheduler = false },
 			pod:    newPod(schedulerName(""), limits("nvidia.com/gpumem", "1000")),
-			patch:  nil,
+			patch:  []jsonpatch.Operation{addCount, op("add", "/spec/schedulerName", DefaultSchedulerName)},
 		},
 		{
 			name:   "pod naming hami-scheduler is defaulted even when take-over is off",
@@ -159,17 +169,34 @@ func TestHandleRules(t *testing.T) {
 		{
 			name:    "privileged container asking for a device is refused",
 			pod:     newPod(limits("nvidia.com/gpu", "1"), privilegedLast()),
-			refusal: `container "main" is privileged and asks for shared NVIDIA devices`,
+			refusal: `container main is privileged; a privileged container sees every device on the node and escapes the sharing limits, so a pod that asks for shared NVIDIA devices`,
 		},
 		{
-			name:  "privileged sidecar that asks nothing does not refuse the pod",
-			pod:   newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), container("agent", "cpu", "1"), privilegedLast()),
-			patch: []jsonpatch.Operation{setScheduler},
+			// HAMi: any privileged container and any device request.
+			name:    "privileged sidecar that asks nothing refuses a device pod",
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), container("agent", "cpu", "1"), privilegedLast()),
+			refusal: "container agent is privileged",
+		},
+		{
+			name: "the first privileged container is named, init containers first",
+			pod: newPod(container("agent", "cpu", "1"), privilegedLast(),
+				initContainer("setup", "cpu", "1"), privilegedInit(), container("gpu", "nvidia.com/gpumem", "1000")),
+			refusal: "container setup is privileged",
+		},
+		{
+			name:    "privileged init container refuses a pod whose device request is in an init container",
+			pod:     newPod(initContainer("warmup", "nvidia.com/gpumem", "1000"), privilegedInit()),
+			refusal: "container warmup is privileged",
+		},
+		{
+			name:  "privileged pod asking for nothing is left alone",
+			pod:   newPod(limits("cpu", "1"), privilegedLast()),
+			patch: nil,
 		},
 		{
 			name:    "pod asking for a device with nodeName is refused",
 			pod:     newPod(nodeName("gpu-node-1"), limits("nvidia.com/gpu", "1")),
-			refusal: `pod sets spec.nodeName "gpu-node-1"`,
+			refusal: `pod has node assigned: spec.nodeName "gpu-node-1" skips hami-scheduler`,
 		},
 		{
 			name:  "pod with nodeName asking nothing is left alone",
@@ -177,14 +204,28 @@ func TestHandleRules(t *testing.T) {
 			patch: nil,
 		},
 		{
-			name:    "memory percentage above 100 is refused",
+			name:    "memory percentage above 100 is an admission error",
 			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "150")),
-			refusal: `container "main": nvidia.com/gpumem-percentage 150 is above 100`,
+			refusal: `container main: nvidia.com/gpumem-percentage 150 is above 100`,
+			code:    http.StatusInternalServerError,
 		},
 		{
-			name:    "fractional card count is refused",
+			name:    "negative memory percentage is an admission error",
+			pod:     newPod(limits("nvidia.com/gpumem-percentage", "-1")),
+			refusal: `container main: nvidia.com/gpumem-percentage -1 is not a whole number`,
+			code:    http.StatusInternalServerError,
+		},
+		{
+			name:    "memory percentage of a container asking no card is checked too",
+			pod:     newPod(limits("nvidia.com/gpumem-percentage", "101")),
+			refusal: `container main: nvidia.com/gpumem-percentage 101 is above 100`,
+			code:    http.StatusInternalServerError,
+		},
+		{
+			name:    "fractional card count is an admission error",
 			pod:     newPod(limits("nvidia.com/gpu", "500m")),
-			refusal: `container "main": nvidia.com/gpu 500m is not a whole number`,
+			refusal: `container main: nvidia.com/gpu 500m is not a whole number`,
+			code:    http.StatusInternalServerError,
 		},
 		{
 			name:    "unreadable card preference is refused",
@@ -197,9 +238,103 @@ func TestHandleRules(t *testing.T) {
 			refusal: "pod has no containers",
 		},
 		{
-			name:  "pod of another scheduler without containers is left to the API server",
-			pod:   newPod(noContainers(), schedulerName("volcano")),
-			patch: nil,
+			// HAMi checks the containers before the scheduler name.
+			name:    "pod of another scheduler without containers is refused",
+			pod:     newPod(noContainers(), schedulerName("volcano")),
+			refusal: "pod has no containers",
+		},
+		{
+			name:  "nvidia.com/gpu: 0 is a GPU container: exclusive cores and the scheduler",
+			pod:   newPod(limits("nvidia.com/gpu", "0")),
+			patch: []jsonpatch.Operation{addExclusive, setScheduler},
+		},
+		{
+			// No exclusive cores here (gpumem given): the count in limits
+			// alone makes it a GPU container.
+			name:  "nvidia.com/gpu: 0 with gpumem is a GPU container: the scheduler is set",
+			pod:   newPod(limits("nvidia.com/gpu", "0", "nvidia.com/gpumem", "1000")),
+			patch: []jsonpatch.Operation{setScheduler},
+		},
+		{
+			name:   "runtime class is set on a GPU pod that names none",
+			config: withVendor(t, devices.Config{Name: "nvidia", RuntimeClassName: "nvidia"}),
+			pod:    newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+			patch:  []jsonpatch.Operation{setRuntimeClass, setScheduler},
+		},
+		{
+			name:   "runtime class is set for nvidia.com/gpu: 0",
+			config: withVendor(t, devices.Config{Name: "nvidia", RuntimeClassName: "nvidia"}),
+			pod:    newPod(limits("nvidia.com/gpu", "0")),
+			patch:  []jsonpatch.Operation{addExclusive, setRuntimeClass, setScheduler},
+		},
+		{
+			name:   "runtime class is set when only an init container asks",
+			config: withVendor(t, devices.Config{Name: "nvidia", RuntimeClassName: "nvidia"}),
+			pod:    newPod(initContainer("warmup", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+			patch:  []jsonpatch.Operation{setRuntimeClass, setScheduler},
+		},
+		{
+			name:   "the pod's own runtime class is kept",
+			config: withVendor(t, devices.Config{Name: "nvidia", RuntimeClassName: "nvidia"}),
+			pod:    newPod(runtimeClass("kata"), limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+			patch:  []jsonpatch.Operation{setScheduler},
+		},
+		{
+			name:   "no runtime class on a pod asking for nothing",
+			config: withVendor(t, devices.Config{Name: "nvidia", RuntimeClassName: "nvidia"}),
+			pod:    newPod(limits("cpu", "1")),
+			patch:  nil,
+		},
+		{
+			name:   "no runtime class when a memory-only container asks no card (defaultCount 0)",
+			config: withVendor(t, devices.Config{Name: "nvidia", RuntimeClassName: "nvidia", DefaultCount: ptr.To[int32](0)}),
+			pod:    newPod(limits("nvidia.com/gpumem", "1000")),
+			patch:  nil,
+		},
+		{
+			name:   "overwriteEnv: containers asking no card, init containers too, get NVIDIA_VISIBLE_DEVICES=none",
+			config: withVendor(t, devices.Config{Name: "nvidia", OverwriteEnv: true}),
+			pod:    newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), container("agent", "cpu", "1"), initContainer("setup", "cpu", "1")),
+			patch: []jsonpatch.Operation{
+				op("add", "/spec/containers/1/env", []any{map[string]any{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}}),
+				op("add", "/spec/initContainers/0/env", []any{map[string]any{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}}),
+				setScheduler,
+			},
+		},
+		{
+			name:   "overwriteEnv patches a pod that asks for no device, and keeps its scheduler",
+			config: withVendor(t, devices.Config{Name: "nvidia", OverwriteEnv: true}),
+			pod:    newPod(limits("cpu", "1")),
+			patch:  []jsonpatch.Operation{op("add", "/spec/containers/0/env", []any{map[string]any{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}})},
+		},
+		{
+			name:   "overwriteEnv leaves pods of another scheduler alone",
+			config: withVendor(t, devices.Config{Name: "nvidia", OverwriteEnv: true}),
+			pod:    newPod(schedulerName("volcano"), limits("cpu", "1")),
+			patch:  nil,
+		},
+		{
+			name:   "core policy force: every container, GPU or not, init too",
+			config: withVendor(t, devices.Config{Name: "nvidia", CorePolicy: "force"}),
+			pod:    newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), container("agent", "cpu", "1"), initContainer("setup", "cpu", "1")),
+			patch: []jsonpatch.Operation{
+				op("add", "/spec/containers/0/env", []any{map[string]any{"name": "GPU_CORE_UTILIZATION_POLICY", "value": "force"}}),
+				op("add", "/spec/containers/1/env", []any{map[string]any{"name": "GPU_CORE_UTILIZATION_POLICY", "value": "force"}}),
+				op("add", "/spec/initContainers/0/env", []any{map[string]any{"name": "GPU_CORE_UTILIZATION_POLICY", "value": "force"}}),
+				setScheduler,
+			},
+		},
+		{
+			name:   "core policy disable on a pod that asks for no device",
+			config: withVendor(t, devices.Config{Name: "nvidia", CorePolicy: "disable"}),
+			pod:    newPod(limits("cpu", "1")),
+			patch:  []jsonpatch.Operation{op("add", "/spec/containers/0/env", []any{map[string]any{"name": "GPU_CORE_UTILIZATION_POLICY", "value": "disable"}})},
+		},
+		{
+			name:   "core policy default adds nothing",
+			config: withVendor(t, devices.Config{Name: "nvidia", CorePolicy: "default"}),
+			pod:    newPod(limits("cpu", "1")),
+			patch:  nil,
 		},
 		{
 			name:  "ignored pod without containers is left to the API server",
@@ -220,7 +355,11 @@ func TestHandleRules(t *testing.T) {
 			req := createRequest(t, tt.pod)
 			resp := h.Handle(context.Background(), req)
 			if tt.refusal != "" {
-				assertRefused(t, resp, http.StatusForbidden, tt.refusal)
+				code := tt.code
+				if code == 0 {
+					code = http.StatusForbidden
+				}
+				assertRefused(t, resp, code, tt.refusal)
 				return
 			}
 			assertPatch(t, req, resp, tt.patch)
@@ -362,7 +501,7 @@ func TestHandleQuota(t *testing.T) {
 			name:    "over the quota",
 			objects: []client.Object{quota, holder},
 			pod:     newPod(limits("nvidia.com/gpumem", "1001")),
-			refusal: "namespace team-a is over resource quota gpu: limits.nvidia.com/gpumem is 4000 MiB, its pods hold 3000 MiB and this pod asks 1001 MiB more",
+			refusal: "exceeding resource quota: namespace team-a is over resource quota gpu: limits.nvidia.com/gpumem is 4000 MiB, its pods hold 3000 MiB and this pod asks 1001 MiB more",
 			code:    http.StatusForbidden,
 		},
 		{

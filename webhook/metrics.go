@@ -7,10 +7,11 @@ import (
 
 // Values of the result label of hami_webhook_admissions_total.
 const (
-	// resultMutated: a device pod was admitted (with its patch).
+	// resultMutated: a pod was admitted with a patch (a device pod, or a
+	// pod that only got a vendor's env, e.g. overwriteEnv).
 	resultMutated = "mutated"
-	// resultUntouched: not a device pod of ours (another scheduler, the
-	// ignore label, no managed resource, not a CREATE).
+	// resultUntouched: admitted unchanged (another scheduler, the ignore
+	// label, no managed resource and nothing to add, not a CREATE).
 	resultUntouched = "untouched"
 	// resultInvalid, resultPrivileged, resultNodeName, resultQuota: the
 	// rule that refused the pod.

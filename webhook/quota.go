@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -56,10 +57,14 @@ func (q *QuotaChecker) Check(ctx context.Context, namespace string, pod *corev1.
 		return "", fmt.Errorf("list resource quotas of namespace %s: %w", namespace, err)
 	}
 	slices.SortFunc(quotas.Items, func(a, b corev1.ResourceQuota) int { return strings.Compare(a.Name, b.Name) })
+	asks := make([]amount, len(reqs))
+	for vi := range reqs {
+		asks[vi] = demandOf(reqs[vi], len(pod.Spec.InitContainers))
+	}
 	var held []heldBy // read once, on the first quota that needs it
 	for i := range quotas.Items {
 		rq := &quotas.Items[i]
-		if !q.bounds(rq, reqs) {
+		if !q.bounds(rq, asks) {
 			continue
 		}
 		applies, err := q.inScope(rq, pod)
@@ -75,14 +80,14 @@ func (q *QuotaChecker) Check(ctx context.Context, namespace string, pod *corev1.
 			}
 		}
 		for vi, v := range q.registry.Vendors() {
-			if reqs[vi].IsZero() {
+			if asks[vi] == (amount{}) {
 				continue
 			}
 			used, err := q.used(rq, held, vi)
 			if err != nil {
 				return "", fmt.Errorf("resource quota %s/%s: %w", namespace, rq.Name, err)
 			}
-			if refusal := exceeds(rq, v.Resources(), used, demandOf(reqs[vi])); refusal != "" {
+			if refusal := exceeds(rq, v, used, asks[vi]); refusal != "" {
 				return refusal, nil
 			}
 		}
@@ -90,10 +95,12 @@ func (q *QuotaChecker) Check(ctx context.Context, namespace string, pod *corev1.
 	return "", nil
 }
 
-// bounds reports whether the quota limits a device resource the pod asks.
-func (q *QuotaChecker) bounds(rq *corev1.ResourceQuota, reqs []devices.PodRequest) bool {
+// bounds reports whether the quota limits a device resource of a vendor
+// the pod asks memory or cores of. A pod that asks neither (0 MiB because
+// its memory is a percentage, and 0 cores) is not checked, as in HAMi.
+func (q *QuotaChecker) bounds(rq *corev1.ResourceQuota, asks []amount) bool {
 	for vi, v := range q.registry.Vendors() {
-		if reqs[vi].IsZero() {
+		if asks[vi] == (amount{}) {
 			continue
 		}
 		names := v.Resources()
@@ -185,22 +192,28 @@ func (q *QuotaChecker) used(rq *corev1.ResourceQuota, held []heldBy, vi int) (am
 	return total, nil
 }
 
-// exceeds returns why a pod asking d does not fit the quota's hard limits
-// with used already held, or "". Memory the pod asks as a share of a card
-// is not known before placement: it counts as nothing, except that it
-// cannot fit a quota that is already used up (it will take at least a MiB).
-func exceeds(rq *corev1.ResourceQuota, names devices.ResourceNames, used amount, d demand) string {
+// exceeds returns why a pod asking d of vendor v does not fit the quota's
+// hard limits with used already held, or "". Memory a pod asks as a share
+// of a card counts 0 MiB (demandOf), so only the held memory can refuse it.
+// With a memoryFactor above 1 the memory limit is multiplied by it, as
+// HAMi's FitQuota does: held and asked MiB are already multiplied.
+func exceeds(rq *corev1.ResourceQuota, v devices.Vendor, used amount, d amount) string {
+	names := v.Resources()
 	if names.Memory != "" {
 		key := quotaPrefix + names.Memory
 		if hard, ok := rq.Spec.Hard[key]; ok {
-			limit := hard.Value()
-			switch {
-			case used.MemoryMiB+d.MemoryMiB > limit:
-				return fmt.Sprintf("namespace %s is over resource quota %s: %s is %d MiB, its pods hold %d MiB and this pod asks %d MiB more (cards x %s); ask for less device memory or have the quota raised",
-					rq.Namespace, rq.Name, key, limit, used.MemoryMiB, d.MemoryMiB, names.Memory)
-			case d.MemoryUnknown && used.MemoryMiB+d.MemoryMiB >= limit:
-				return fmt.Sprintf("namespace %s has used up resource quota %s: %s is %d MiB and its pods hold %d MiB, so no device memory is left for this pod; free device memory in the namespace or have the quota raised",
-					rq.Namespace, rq.Name, key, limit, used.MemoryMiB)
+			limit, shown := hard.Value(), fmt.Sprintf("%d MiB", hard.Value())
+			if f := memoryFactor(v); f > 1 {
+				if limit > math.MaxInt64/f {
+					limit = math.MaxInt64
+				} else {
+					limit *= f
+				}
+				shown = fmt.Sprintf("%d (x memoryFactor %d = %d MiB)", hard.Value(), f, limit)
+			}
+			if used.MemoryMiB+d.MemoryMiB > limit {
+				return fmt.Sprintf("namespace %s is over resource quota %s: %s is %s, its pods hold %d MiB and this pod asks %d MiB more (cards x %s); ask for less device memory or have the quota raised",
+					rq.Namespace, rq.Name, key, shown, used.MemoryMiB, d.MemoryMiB, names.Memory)
 			}
 		}
 	}
@@ -214,4 +227,12 @@ func exceeds(rq *corev1.ResourceQuota, names devices.ResourceNames, used amount,
 		}
 	}
 	return ""
+}
+
+// memoryFactor is the vendor's memoryFactor, 1 when it has none.
+func memoryFactor(v devices.Vendor) int64 {
+	if ms, ok := v.(devices.MemoryScaler); ok {
+		return max(int64(ms.MemoryFactor()), 1)
+	}
+	return 1
 }

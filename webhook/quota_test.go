@@ -48,6 +48,18 @@ func holding(name, assignment string, opts ...podOption) *corev1.Pod {
 	return newPod(opts...)
 }
 
+// initExited gives every init container of the pod a terminated status
+// with the exit code.
+func initExited(code int32) podOption {
+	return func(p *corev1.Pod) {
+		for _, c := range p.Spec.InitContainers {
+			p.Status.InitContainerStatuses = append(p.Status.InitContainerStatuses, corev1.ContainerStatus{
+				Name: c.Name, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}},
+			})
+		}
+	}
+}
+
 func deletedLongAgo(p *corev1.Pod) {
 	past := metav1.NewTime(time.Now().Add(-time.Hour))
 	grace := int64(30)
@@ -62,6 +74,7 @@ func deletedLongAgo(p *corev1.Pod) {
 func TestQuotaCheck(t *testing.T) {
 	tests := []struct {
 		name    string
+		config  func(*Config)
 		objects []client.Object
 		pod     *corev1.Pod
 		refusal string // "" means the pod fits
@@ -93,10 +106,33 @@ func TestQuotaCheck(t *testing.T) {
 			refusal: "this pod asks 5000 MiB more",
 		},
 		{
-			name:    "init containers hold cards too",
+			// HAMi: max(sum of regular containers, largest init container).
+			name:    "init containers run before the regular ones: not added to them",
 			objects: []client.Object{memoryQuota("gpu", "5000")},
 			pod:     newPod(initContainer("warmup", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000"), limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000")),
-			refusal: "its pods hold 0 MiB and this pod asks 6000 MiB more",
+		},
+		{
+			name:    "the largest init container counts when it is above the regular sum",
+			objects: []client.Object{memoryQuota("gpu", "5000"), holding("a", ";GPU-0,NVIDIA,2000,0:;")},
+			pod: newPod(initContainer("small", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+				initContainer("big", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3001"),
+				limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), container("second", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+			refusal: "its pods hold 2000 MiB and this pod asks 3001 MiB more",
+		},
+		{
+			name:    "the regular sum counts when it is above the largest init container",
+			objects: []client.Object{memoryQuota("gpu", "5000"), holding("a", ";GPU-0,NVIDIA,2000,0:;")},
+			pod: newPod(initContainer("warmup", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1500"),
+				limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"), container("second", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "1001")),
+			refusal: "this pod asks 3002 MiB more",
+		},
+		{
+			name:    "cores: the largest init container against the regular sum",
+			objects: []client.Object{coresQuota("gpu", "100"), holding("a", ";GPU-0,NVIDIA,1000,50:;")},
+			pod: newPod(initContainer("warmup", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "60"),
+				limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "20"),
+				container("second", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "20")),
+			refusal: "its pods hold 50 and this pod asks 60 more",
 		},
 		{
 			name: "init container grants of existing pods count",
@@ -104,6 +140,42 @@ func TestQuotaCheck(t *testing.T) {
 				holding("a", "GPU-0,NVIDIA,2000,0:;GPU-1,NVIDIA,2000,0:;")},
 			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1001")),
 			refusal: "its pods hold 4000 MiB",
+		},
+		{
+			// hami-protocol 8: per card, max(largest init, sum of regular).
+			name: "a pod's init container and regular container on one card hold the larger grant",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("a", "GPU-0,NVIDIA,3000,0:;GPU-0,NVIDIA,1000,0:;", initContainer("warmup", "cpu", "1"))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "2001")),
+			refusal: "its pods hold 3000 MiB",
+		},
+		{
+			name: "a pod's init and regular grants on different cards are added",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("a", "GPU-1,NVIDIA,3000,0:;GPU-0,NVIDIA,1000,0:;", initContainer("warmup", "cpu", "1"))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1001")),
+			refusal: "its pods hold 4000 MiB",
+		},
+		{
+			name: "cores of a pod's init and regular containers collapse per card too",
+			objects: []client.Object{coresQuota("gpu", "100"),
+				holding("a", "GPU-0,NVIDIA,1000,60:;GPU-0,NVIDIA,1000,20:GPU-1,NVIDIA,1000,20:;", initContainer("warmup", "cpu", "1"))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000", "nvidia.com/gpucores", "21")),
+			refusal: "its pods hold 80 and this pod asks 21 more",
+		},
+		{
+			name: "once its init containers succeeded a pod holds its regular grants only",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("a", "GPU-0,NVIDIA,3000,0:;GPU-0,NVIDIA,1000,0:;", initContainer("warmup", "cpu", "1"), initExited(0))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "4001")),
+			refusal: "its pods hold 1000 MiB",
+		},
+		{
+			name: "a failed init container keeps its grant held",
+			objects: []client.Object{memoryQuota("gpu", "5000"),
+				holding("a", "GPU-0,NVIDIA,3000,0:;GPU-0,NVIDIA,1000,0:;", initContainer("warmup", "cpu", "1"), initExited(1))},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "2001")),
+			refusal: "its pods hold 3000 MiB",
 		},
 		{
 			name: "terminated pods hold nothing",
@@ -159,16 +231,53 @@ func TestQuotaCheck(t *testing.T) {
 			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "50")),
 		},
 		{
-			name:    "memory percentage is refused once the quota is used up",
-			objects: []client.Object{memoryQuota("gpu", "5000"), holding("a", ";GPU-0,NVIDIA,5000,0:;")},
+			// HAMi: percentage memory counts 0, and a pod asking 0 MiB
+			// and 0 cores is not checked at all.
+			name:    "memory percentage without cores is not checked, even against a used-up quota",
+			objects: []client.Object{memoryQuota("gpu", "5000"), holding("a", ";GPU-0,NVIDIA,6000,0:;")},
 			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "50")),
-			refusal: "namespace team-a has used up resource quota gpu: limits.nvidia.com/gpumem is 5000 MiB and its pods hold 5000 MiB",
 		},
 		{
-			name:    "whole card (no memory asked) is refused by a zero memory quota",
+			name:    "memory percentage with cores is checked: 0 MiB asked against what is held",
+			objects: []client.Object{memoryQuota("gpu", "5000"), holding("a", ";GPU-0,NVIDIA,6000,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "50", "nvidia.com/gpucores", "10")),
+			refusal: "its pods hold 6000 MiB and this pod asks 0 MiB more",
+		},
+		{
+			name:    "memory percentage with cores fits a quota held up to its limit",
+			objects: []client.Object{memoryQuota("gpu", "5000"), holding("a", ";GPU-0,NVIDIA,5000,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "50", "nvidia.com/gpucores", "10")),
+		},
+		{
+			name:    "whole card (no memory asked) asks 0 MiB: a zero memory quota does not refuse it",
 			objects: []client.Object{memoryQuota("no-gpu", "0")},
 			pod:     newPod(limits("nvidia.com/gpu", "1")),
-			refusal: "has used up resource quota no-gpu",
+		},
+		{
+			name:    "defaultMemoryMiB counts as asked memory",
+			config:  withVendor(t, devices.Config{Name: "nvidia", DefaultMemoryMiB: 2000}),
+			objects: []client.Object{memoryQuota("gpu", "3000"), holding("a", ";GPU-0,NVIDIA,1001,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1")),
+			refusal: "its pods hold 1001 MiB and this pod asks 2000 MiB more",
+		},
+		{
+			name:    "memoryFactor: gpumem and the limit are both multiplied",
+			config:  withVendor(t, devices.Config{Name: "nvidia", MemoryFactor: 1024}),
+			objects: []client.Object{memoryQuota("gpu", "10"), holding("a", ";GPU-0,NVIDIA,8192,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "2")),
+		},
+		{
+			name:    "memoryFactor: over the multiplied limit",
+			config:  withVendor(t, devices.Config{Name: "nvidia", MemoryFactor: 1024}),
+			objects: []client.Object{memoryQuota("gpu", "10"), holding("a", ";GPU-0,NVIDIA,8192,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "3")),
+			refusal: "limits.nvidia.com/gpumem is 10 (x memoryFactor 1024 = 10240 MiB), its pods hold 8192 MiB and this pod asks 3072 MiB more",
+		},
+		{
+			name:    "memoryFactor: a huge limit does not overflow",
+			config:  withVendor(t, devices.Config{Name: "nvidia", MemoryFactor: 1024}),
+			objects: []client.Object{memoryQuota("gpu", "9223372036854775807"), holding("a", ";GPU-0,NVIDIA,8192,0:;")},
+			pod:     newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "3")),
 		},
 		{
 			name:    "a zero memory quota refuses explicit memory",
@@ -221,6 +330,9 @@ func TestQuotaCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t)
+			if tt.config != nil {
+				tt.config(&cfg)
+			}
 			reader := fake.NewClientBuilder().WithObjects(tt.objects...).Build()
 			q := NewQuotaChecker(reader, cfg.Registry)
 			pod := tt.pod.DeepCopy()
@@ -291,11 +403,12 @@ func (p podsFailing) List(ctx context.Context, list client.ObjectList, opts ...c
 // TestDemandOf pins how a pod's ask is counted.
 func TestDemandOf(t *testing.T) {
 	tests := []struct {
-		name string
-		req  devices.PodRequest
-		want demand
+		name  string
+		req   devices.PodRequest
+		inits int
+		want  amount
 	}{
-		{name: "nothing", req: devices.PodRequest{}, want: demand{}},
+		{name: "nothing", req: devices.PodRequest{}, want: amount{}},
 		{
 			name: "count x memory and count x cores, containers summed",
 			req: devices.PodRequest{Containers: []devices.Request{
@@ -303,25 +416,42 @@ func TestDemandOf(t *testing.T) {
 				{},
 				{Count: 1, MemoryMiB: 500, Cores: 100},
 			}},
-			want: demand{amount: amount{MemoryMiB: 2500, Cores: 160}},
+			want: amount{MemoryMiB: 2500, Cores: 160},
 		},
 		{
-			name: "percentage memory is unknown and adds no MiB",
+			name: "percentage memory counts 0 MiB",
 			req: devices.PodRequest{Containers: []devices.Request{
 				{Count: 2, MemoryPercent: 50, Cores: 10},
 				{Count: 1, MemoryMiB: 700},
 			}},
-			want: demand{amount: amount{MemoryMiB: 700, Cores: 20}, MemoryUnknown: true},
+			want: amount{MemoryMiB: 700, Cores: 20},
+		},
+		{
+			name:  "init containers: the largest one, memory and cores apart, against the regular sum",
+			inits: 2,
+			req: devices.PodRequest{Containers: []devices.Request{
+				{Count: 1, MemoryMiB: 4000, Cores: 10},
+				{Count: 2, MemoryMiB: 1000, Cores: 50},
+				{Count: 1, MemoryMiB: 1000, Cores: 20},
+				{Count: 1, MemoryMiB: 1000, Cores: 20},
+			}},
+			want: amount{MemoryMiB: 4000, Cores: 100},
+		},
+		{
+			name:  "init containers only",
+			inits: 1,
+			req:   devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 300, Cores: 5}, {}}},
+			want:  amount{MemoryMiB: 300, Cores: 5},
 		},
 		{
 			name: "large values do not overflow",
 			req:  devices.PodRequest{Containers: []devices.Request{{Count: 1 << 30, MemoryMiB: 1 << 30}}},
-			want: demand{amount: amount{MemoryMiB: 1 << 60}},
+			want: amount{MemoryMiB: 1 << 60},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := demandOf(tt.req); got != tt.want {
+			if got := demandOf(tt.req, tt.inits); got != tt.want {
 				t.Errorf("demandOf = %+v, want %+v", got, tt.want)
 			}
 		})

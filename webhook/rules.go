@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,14 +21,16 @@ func ignored(pod *corev1.Pod) bool {
 }
 
 // schedulerOwned reports whether the pod may be handed to c.SchedulerName:
-// it names that scheduler already, or it names default-scheduler (or none)
-// and the webhook is configured to take those over. Pods that name any
-// other scheduler belong to that scheduler and are left alone.
+// it names that scheduler already, or no scheduler, or it names
+// default-scheduler and the webhook is configured to take those over (as
+// HAMi's webhook decides). Pods that name any other scheduler belong to
+// that scheduler and are left alone. (The API server fills in
+// default-scheduler before admission, so an empty name is rare.)
 func (c Config) schedulerOwned(pod *corev1.Pod) bool {
 	switch pod.Spec.SchedulerName {
-	case c.SchedulerName:
+	case c.SchedulerName, "":
 		return true
-	case "", corev1.DefaultSchedulerName:
+	case corev1.DefaultSchedulerName:
 		return c.TakeOverDefaultScheduler
 	}
 	return false
@@ -40,8 +43,13 @@ type mutation struct {
 	// requests are the pod's parsed requests, index-aligned with the
 	// registry's vendors; set when asks is true.
 	requests []devices.PodRequest
+	// err, when set, is a value a vendor's defaulting cannot accept (a
+	// memory percentage above 100, a fractional count, ...). HAMi answers
+	// it with an admission error (HTTP 500) rather than a denial.
+	err error
 	// refusal, when not empty, is why the pod must be refused: one
-	// sentence that tells the user what to change.
+	// sentence that starts with HAMi's words and tells the user what to
+	// change.
 	refusal string
 	// rule names the rule that refused, a label value of the admissions
 	// metric.
@@ -49,44 +57,55 @@ type mutation struct {
 }
 
 // mutatePod applies every vendor's container defaulting and the pod-level
-// rules to pod, in place:
-//   - a container value a vendor rejects (a fractional card count, a
-//     memory percentage above 100, ...) refuses the pod;
-//   - a privileged container that asks for a device refuses the pod: it
-//     sees every device of the node and escapes the sharing limits;
-//   - a pod that asks for a device and already names a node refuses: it
+// rules to pod, in place, in the order of HAMi's webhook:
+//   - each container, init containers first, goes through every vendor's
+//     Default; a value a vendor cannot accept stops here (m.err). A vendor
+//     with a runtime class gives it to the pod (when the pod names none)
+//     as soon as one container asks for the vendor's devices;
+//   - a pod that asks for a device anywhere and has a privileged container
+//     anywhere is refused, naming the first privileged container (init
+//     containers first): a privileged container sees every device of the
+//     node and escapes the sharing limits;
+//   - a pod that asks for a device and already names a node is refused: it
 //     would skip the scheduler that assigns its cards;
 //   - otherwise a pod that asks for a device gets c.SchedulerName.
 //
 // The pod is then parsed as the scheduler will parse it, so that a request
 // the scheduler cannot read is refused now rather than left Pending.
+//
+// A pod that asks for nothing may still have been changed (env a vendor
+// adds to every container, e.g. NVIDIA's overwriteEnv and core policy).
 func (c Config) mutatePod(pod *corev1.Pod) mutation {
 	var m mutation
+	var asked []string
 	for _, ctr := range devices.Containers(pod) {
-		var asked []string
 		for _, v := range c.Registry.Vendors() {
 			asks, err := v.Default(ctr)
 			if err != nil {
-				return mutation{rule: resultInvalid, refusal: fmt.Sprintf("container %q: %v; fix the value in the container's resources", ctr.Name, err)}
+				return mutation{rule: resultInvalid, err: fmt.Errorf("container %s: %w; fix the value in the container's resources", ctr.Name, err)}
 			}
-			if asks {
+			if !asks {
+				continue
+			}
+			m.asks = true
+			if !slices.Contains(asked, v.Name()) {
 				asked = append(asked, v.Name())
 			}
-		}
-		if len(asked) == 0 {
-			continue
-		}
-		m.asks = true
-		if privileged(ctr) {
-			return mutation{rule: resultPrivileged, refusal: fmt.Sprintf("container %q is privileged and asks for shared %s devices, but a privileged container sees every device on the node and escapes the sharing limits; remove securityContext.privileged or the device request",
-				ctr.Name, strings.Join(asked, "/"))}
+			if rc, ok := v.(devices.RuntimeClassVendor); ok && pod.Spec.RuntimeClassName == nil && rc.RuntimeClassName() != "" {
+				name := rc.RuntimeClassName()
+				pod.Spec.RuntimeClassName = &name
+			}
 		}
 	}
 	if !m.asks {
 		return m
 	}
+	if name, ok := firstPrivileged(pod); ok {
+		return mutation{rule: resultPrivileged, refusal: fmt.Sprintf("container %s is privileged; a privileged container sees every device on the node and escapes the sharing limits, so a pod that asks for shared %s devices must have none: remove securityContext.privileged or the device request",
+			name, strings.Join(asked, "/"))}
+	}
 	if pod.Spec.NodeName != "" {
-		return mutation{rule: resultNodeName, refusal: fmt.Sprintf("pod sets spec.nodeName %q and so skips %s, which must assign its devices; remove spec.nodeName and pick the node with a nodeSelector or node affinity instead",
+		return mutation{rule: resultNodeName, refusal: fmt.Sprintf("pod has node assigned: spec.nodeName %q skips %s, which must assign the pod's devices; remove spec.nodeName and pick the node with a nodeSelector or node affinity instead",
 			pod.Spec.NodeName, c.SchedulerName)}
 	}
 	pod.Spec.SchedulerName = c.SchedulerName
@@ -96,6 +115,17 @@ func (c Config) mutatePod(pod *corev1.Pod) mutation {
 	}
 	m.requests = reqs
 	return m
+}
+
+// firstPrivileged returns the name of the pod's first privileged
+// container, init containers first.
+func firstPrivileged(pod *corev1.Pod) (string, bool) {
+	for _, ctr := range devices.Containers(pod) {
+		if privileged(ctr) {
+			return ctr.Name, true
+		}
+	}
+	return "", false
 }
 
 func privileged(ctr *corev1.Container) bool {

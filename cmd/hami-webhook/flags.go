@@ -30,7 +30,7 @@ func registerFlags(fs *flag.FlagSet) *flags {
 	fs.BoolVar(&f.takeOverDefaultScheduler, "take-over-default-scheduler", true,
 		"also hand pods that name default-scheduler (the API server's default) to --scheduler-name; pods naming any other scheduler are never touched")
 	fs.StringVar(&f.vendorConfig, "vendor-config", "",
-		"YAML file with a 'vendors:' list, the same as the scheduler plugin's args (resource names, defaultMemoryMiB, defaultCores, defaultCount); empty: NVIDIA with HAMi's defaults")
+		"YAML file with a 'vendors:' list, the same as the scheduler plugin's args (resource names, defaultMemoryMiB, defaultCores, defaultCount, memoryFactor, runtimeClassName, overwriteEnv, corePolicy); empty: NVIDIA with HAMi's defaults")
 	fs.StringVar(&f.server.Addr, "bind-address", ":9443", "host:port of the HTTPS webhook server")
 	fs.StringVar(&f.server.CertDir, "cert-dir", "/etc/hami-webhook/certs",
 		"directory with the serving certificate and key; the files are reloaded when they change")

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/webhook"
 )
 
@@ -27,6 +29,8 @@ func TestFlags(t *testing.T) {
 	unknownField := file("unknown.yaml", "vendors:\n- name: nvidia\n  defaultMemory: 2048\n")
 	unknownVendor := file("vendor.yaml", "vendors:\n- name: voodoo\n")
 	badCores := file("cores.yaml", "vendors:\n- name: nvidia\n  defaultCores: 101\n")
+	admission := file("admission.yaml", "vendors:\n- name: nvidia\n  runtimeClassName: nvidia\n  overwriteEnv: true\n  corePolicy: force\n  memoryFactor: 1024\n")
+	badPolicy := file("policy.yaml", "vendors:\n- name: nvidia\n  corePolicy: forced\n")
 
 	tests := []struct {
 		name  string
@@ -84,6 +88,28 @@ func TestFlags(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "vendor config carries HAMi's webhook settings to the vendor",
+			args: []string{"--vendor-config=" + admission},
+			check: func(t *testing.T, o webhook.Options) {
+				v := o.Registry.Vendors()[0]
+				if rc, ok := v.(devices.RuntimeClassVendor); !ok || rc.RuntimeClassName() != "nvidia" {
+					t.Errorf("runtimeClassName not applied")
+				}
+				if ms, ok := v.(devices.MemoryScaler); !ok || ms.MemoryFactor() != 1024 {
+					t.Errorf("memoryFactor not applied")
+				}
+				c := &corev1.Container{Name: "sidecar"}
+				if asks, err := v.Default(c); err != nil || asks {
+					t.Fatalf("Default() = %v, %v", asks, err)
+				}
+				want := []corev1.EnvVar{{Name: "GPU_CORE_UTILIZATION_POLICY", Value: "force"}, {Name: "NVIDIA_VISIBLE_DEVICES", Value: "none"}}
+				if !reflect.DeepEqual(c.Env, want) {
+					t.Errorf("env = %v, want %v (corePolicy and overwriteEnv)", c.Env, want)
+				}
+			},
+		},
+		{name: "unknown core policy", args: []string{"--vendor-config=" + badPolicy}, err: `corePolicy "forced"`},
 		{name: "vendor config with an unknown field", args: []string{"--vendor-config=" + unknownField}, err: `unknown field "defaultMemory"`},
 		{name: "unknown vendor", args: []string{"--vendor-config=" + unknownVendor}, err: `unknown vendor "voodoo"`},
 		{name: "invalid vendor default", args: []string{"--vendor-config=" + badCores}, err: "defaultCores 101 is outside 0-100"},

@@ -33,6 +33,22 @@ const VendorWord = "NVIDIA"
 // TaskPriorityEnv carries nvidia.com/priority to HAMi-core.
 const TaskPriorityEnv = "CUDA_TASK_PRIORITY"
 
+// CorePolicyEnv carries the core policy (devices.Config.CorePolicy) to
+// HAMi-core (HAMi's util.CoreLimitSwitch).
+const CorePolicyEnv = "GPU_CORE_UTILIZATION_POLICY"
+
+// VisibleDevicesEnv is the NVIDIA container runtime's device list; the
+// webhook sets it to "none" in containers that ask for no card when
+// devices.Config.OverwriteEnv is on.
+const VisibleDevicesEnv = "NVIDIA_VISIBLE_DEVICES"
+
+// HAMi's gpuCorePolicy values. CorePolicyDefault (or empty) adds no env.
+const (
+	CorePolicyDefault = "default"
+	CorePolicyForce   = "force"
+	CorePolicyDisable = "disable"
+)
+
 // Default resource names.
 const (
 	DefaultCountName            = "nvidia.com/gpu"
@@ -48,6 +64,13 @@ type Vendor struct {
 	defaultMemory int32
 	defaultCores  int32
 	defaultCount  int32
+	// memoryFactor multiplies gpumem (HAMi's memoryFactor); always >= 1.
+	memoryFactor int32
+	// runtimeClass, overwriteEnv and corePolicy are the webhook's settings
+	// (devices.Config).
+	runtimeClass string
+	overwriteEnv bool
+	corePolicy   string
 }
 
 var _ devices.Vendor = &Vendor{}
@@ -56,6 +79,11 @@ var _ devices.Vendor = &Vendor{}
 func New(cfg devices.Config) (*Vendor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	switch cfg.CorePolicy {
+	case "", CorePolicyDefault, CorePolicyForce, CorePolicyDisable:
+	default:
+		return nil, fmt.Errorf("vendor %s: corePolicy %q is not one of %s, %s, %s", cfg.Name, cfg.CorePolicy, CorePolicyDefault, CorePolicyForce, CorePolicyDisable)
 	}
 	v := &Vendor{
 		names: devices.ResourceNames{
@@ -68,6 +96,10 @@ func New(cfg devices.Config) (*Vendor, error) {
 		defaultMemory: cfg.DefaultMemoryMiB,
 		defaultCores:  cfg.DefaultCores,
 		defaultCount:  cfg.CardCountDefault(),
+		memoryFactor:  max(cfg.MemoryFactor, 1),
+		runtimeClass:  cfg.RuntimeClassName,
+		overwriteEnv:  cfg.OverwriteEnv,
+		corePolicy:    cfg.CorePolicy,
 	}
 	return v, nil
 }
@@ -81,6 +113,12 @@ func orDefault(name, def string) corev1.ResourceName {
 
 // Name implements devices.Vendor.
 func (v *Vendor) Name() string { return VendorWord }
+
+// RuntimeClassName implements devices.RuntimeClassVendor.
+func (v *Vendor) RuntimeClassName() string { return v.runtimeClass }
+
+// MemoryFactor implements devices.MemoryScaler.
+func (v *Vendor) MemoryFactor() int32 { return v.memoryFactor }
 
 // Resources implements devices.Vendor.
 func (v *Vendor) Resources() devices.ResourceNames { return v.names }
@@ -161,7 +199,12 @@ func (v *Vendor) parseContainer(c *corev1.Container) (devices.Request, error) {
 		return devices.Request{}, err
 	}
 	if memOK {
-		r.MemoryMiB = mem
+		// memoryFactor: gpumem is in units of factor MiB. Percentages and
+		// defaultMemory are not multiplied.
+		if int64(mem) > int64(1<<31-1)/int64(v.memoryFactor) {
+			return devices.Request{}, fmt.Errorf("%s %d x memoryFactor %d is above 2147483647 MiB", v.names.Memory, mem, v.memoryFactor)
+		}
+		r.MemoryMiB = mem * v.memoryFactor
 	}
 	pct, pctOK, err := quantity(c, v.names.MemoryPercentage)
 	if err != nil {
@@ -265,9 +308,24 @@ func upperList(s string) []string {
 	return out
 }
 
-// Default implements devices.Vendor with HAMi's admission rules: the
-// priority env, the card count added when only memory or cores are asked,
-// and exclusive cores for a container that asks a whole card's memory.
+// Default implements devices.Vendor with HAMi's admission rules
+// (MutateAdmission), in HAMi's order:
+//   - a value that cannot be read (a memory percentage outside 0-100, a
+//     fractional or negative count, ...) is an error, and the container is
+//     left unchanged;
+//   - nvidia.com/priority in limits becomes env CUDA_TASK_PRIORITY;
+//   - corePolicy force or disable becomes env GPU_CORE_UTILIZATION_POLICY,
+//     on every container whether it asks for a card or not;
+//   - memory or cores in limits without the count add the count
+//     (defaultCount; none when it is 0);
+//   - a count without cores that asks a whole card's memory adds
+//     exclusive cores;
+//   - with overwriteEnv, a container that asks for no card gets
+//     NVIDIA_VISIBLE_DEVICES=none.
+//
+// The container asks for cards when its limits name the count (even
+// nvidia.com/gpu: 0), when the count was added, or when exclusive cores
+// were added.
 func (v *Vendor) Default(c *corev1.Container) (bool, error) {
 	if pct, ok, err := quantity(c, v.names.MemoryPercentage); err != nil {
 		return false, err
@@ -282,23 +340,35 @@ func (v *Vendor) Default(c *corev1.Container) (bool, error) {
 	if q, ok := c.Resources.Limits[v.names.Priority]; ok {
 		setEnv(c, TaskPriorityEnv, strconv.FormatInt(q.Value(), 10))
 	}
+	if v.corePolicy != "" && v.corePolicy != CorePolicyDefault {
+		setEnv(c, CorePolicyEnv, v.corePolicy)
+	}
 	asks := v.addDefaultCount(c)
 	if v.defaultExclusiveCores(c) {
 		asks = true
 	}
+	if !asks && v.overwriteEnv {
+		setEnv(c, VisibleDevicesEnv, "none")
+	}
 	return asks, nil
 }
 
-// setEnv sets name to value, replacing an existing entry so that running
-// the defaults twice changes nothing.
+// setEnv sets name to value. Entries of that name already there (one the
+// user wrote, or one a previous run added) are replaced in place rather
+// than followed by a second entry, so running the defaults twice changes
+// nothing and the container sees value, as it would with HAMi's appended
+// entry (the last entry of a name wins).
 func setEnv(c *corev1.Container, name, value string) {
+	found := false
 	for i := range c.Env {
 		if c.Env[i].Name == name {
 			c.Env[i] = corev1.EnvVar{Name: name, Value: value}
-			return
+			found = true
 		}
 	}
-	c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
+	if !found {
+		c.Env = append(c.Env, corev1.EnvVar{Name: name, Value: value})
+	}
 }
 
 func (v *Vendor) addDefaultCount(c *corev1.Container) bool {

@@ -104,6 +104,7 @@ func TestNew(t *testing.T) {
 		},
 		{name: "invalid config", cfg: devices.Config{Name: "nvidia", DefaultMemoryMiB: -1}, wantErr: []string{"defaultMemoryMiB"}},
 		{name: "default cores above 100", cfg: devices.Config{Name: "nvidia", DefaultCores: 101}, wantErr: []string{"defaultCores"}},
+		{name: "unknown core policy", cfg: devices.Config{Name: "nvidia", CorePolicy: "forced"}, wantErr: []string{`corePolicy "forced" is not one of default, force, disable`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -165,6 +166,30 @@ func TestParsePod(t *testing.T) {
 			name: "gpumem",
 			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3000")),
 			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 3000}}},
+		},
+		{
+			name: "memoryFactor multiplies gpumem",
+			cfg:  devices.Config{MemoryFactor: 1024},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "3", "nvidia.com/gpucores", "10")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 2, MemoryMiB: 3072, Cores: 10}}},
+		},
+		{
+			name: "memoryFactor leaves percentages alone",
+			cfg:  devices.Config{MemoryFactor: 1024},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "30")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 30}}},
+		},
+		{
+			name: "memoryFactor leaves defaultMemoryMiB alone",
+			cfg:  devices.Config{MemoryFactor: 1024, DefaultMemoryMiB: 500},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 500}}},
+		},
+		{
+			name:    "memoryFactor overflow",
+			cfg:     devices.Config{MemoryFactor: 1024},
+			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "2097152")),
+			wantErr: []string{"nvidia.com/gpumem 2097152 x memoryFactor 1024 is above 2147483647"},
 		},
 		{
 			name: "gpumem with a suffix",
@@ -750,6 +775,88 @@ func TestDefault(t *testing.T) {
 			wantErr: []string{"nvidia.com/gpucores"},
 		},
 		{
+			// nvidia.com/gpu: 0 in limits is a GPU container for HAMi's
+			// webhook (schedulerName, runtime class, exclusive cores).
+			name:       "count 0 in limits asks, and gets exclusive cores",
+			ctr:        limits("main", "nvidia.com/gpu", "0"),
+			wantAsks:   true,
+			wantLimits: map[string]int64{"nvidia.com/gpu": 0, "nvidia.com/gpucores": 100},
+		},
+		{
+			name:    "negative gpumem-percentage",
+			ctr:     limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "-1"),
+			wantErr: []string{"nvidia.com/gpumem-percentage -1"},
+		},
+		{
+			name:       "gpumem-percentage 0 is accepted",
+			ctr:        limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "0"),
+			wantAsks:   true,
+			wantLimits: map[string]int64{"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 0},
+		},
+		{
+			name:       "core policy force on a GPU container, after the priority env",
+			cfg:        devices.Config{CorePolicy: "force"},
+			ctr:        limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000", "nvidia.com/priority", "1"),
+			wantAsks:   true,
+			wantLimits: map[string]int64{"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000, "nvidia.com/priority": 1},
+			wantEnv:    []corev1.EnvVar{{Name: "CUDA_TASK_PRIORITY", Value: "1"}, {Name: "GPU_CORE_UTILIZATION_POLICY", Value: "force"}},
+		},
+		{
+			name:       "core policy disable on a container asking nothing",
+			cfg:        devices.Config{CorePolicy: "disable"},
+			ctr:        limits("main", "cpu", "1"),
+			wantAsks:   false,
+			wantLimits: map[string]int64{"cpu": 1},
+			wantEnv:    []corev1.EnvVar{{Name: "GPU_CORE_UTILIZATION_POLICY", Value: "disable"}},
+		},
+		{
+			name:       "core policy default adds nothing",
+			cfg:        devices.Config{CorePolicy: "default"},
+			ctr:        limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+			wantAsks:   true,
+			wantLimits: map[string]int64{"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000},
+		},
+		{
+			name:       "overwriteEnv hides the cards from a container asking nothing",
+			cfg:        devices.Config{OverwriteEnv: true},
+			ctr:        limits("main", "cpu", "1"),
+			wantAsks:   false,
+			wantLimits: map[string]int64{"cpu": 1},
+			wantEnv:    []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "none"}},
+		},
+		{
+			name: "overwriteEnv replaces the container's own NVIDIA_VISIBLE_DEVICES",
+			cfg:  devices.Config{OverwriteEnv: true},
+			ctr: corev1.Container{Name: "main", Env: []corev1.EnvVar{
+				{Name: "NVIDIA_VISIBLE_DEVICES", Value: "all"}, {Name: "A", Value: "b"},
+			}},
+			wantAsks: false,
+			wantEnv:  []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "none"}, {Name: "A", Value: "b"}},
+		},
+		{
+			name:       "overwriteEnv leaves a GPU container alone",
+			cfg:        devices.Config{OverwriteEnv: true},
+			ctr:        limits("main", "nvidia.com/gpumem", "1000"),
+			wantAsks:   true,
+			wantLimits: map[string]int64{"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000},
+		},
+		{
+			// With defaultCount 0 a container asking only memory is not a
+			// GPU container, so it is hidden from the cards too (HAMi).
+			name:       "overwriteEnv with default count 0: memory-only container is hidden",
+			cfg:        devices.Config{OverwriteEnv: true, DefaultCount: ptr.To[int32](0)},
+			ctr:        limits("main", "nvidia.com/gpumem", "1000"),
+			wantAsks:   false,
+			wantLimits: map[string]int64{"nvidia.com/gpumem": 1000},
+			wantEnv:    []corev1.EnvVar{{Name: "NVIDIA_VISIBLE_DEVICES", Value: "none"}},
+		},
+		{
+			name:    "overwriteEnv and core policy leave a failing container unchanged",
+			cfg:     devices.Config{OverwriteEnv: true, CorePolicy: "force"},
+			ctr:     limits("main", "nvidia.com/gpumem-percentage", "101"),
+			wantErr: []string{"above 100"},
+		},
+		{
 			name:       "container asking nothing",
 			ctr:        limits("main", "cpu", "1", "memory", "1Gi"),
 			wantAsks:   false,
@@ -813,7 +920,7 @@ func TestDefault(t *testing.T) {
 			if !reflect.DeepEqual(c.Env, tt.wantEnv) {
 				t.Errorf("env = %v, want %v", c.Env, tt.wantEnv)
 			}
-			if !asks && !equality.Semantic.DeepEqual(c, &tt.ctr) {
+			if !asks && !tt.cfg.OverwriteEnv && tt.cfg.CorePolicy == "" && !equality.Semantic.DeepEqual(c, &tt.ctr) {
 				t.Errorf("Default() changed a container that asks nothing: %+v", c)
 			}
 		})
@@ -959,4 +1066,24 @@ func FuzzInventory(f *testing.F) {
 		}
 		_ = devices.NodeLoad(cards, used, nil)
 	})
+}
+
+// TestWebhookSettings checks the settings the webhook reads through the
+// optional devices interfaces.
+func TestWebhookSettings(t *testing.T) {
+	var v devices.Vendor = mustNew(t, devices.Config{RuntimeClassName: "nvidia", MemoryFactor: 4, CorePolicy: "disable"})
+	if rc, ok := v.(devices.RuntimeClassVendor); !ok || rc.RuntimeClassName() != "nvidia" {
+		t.Errorf("RuntimeClassName() not %q", "nvidia")
+	}
+	if ms, ok := v.(devices.MemoryScaler); !ok || ms.MemoryFactor() != 4 {
+		t.Errorf("MemoryFactor() not 4")
+	}
+	for _, f := range []int32{0, 1} {
+		if got := mustNew(t, devices.Config{MemoryFactor: f}).MemoryFactor(); got != 1 {
+			t.Errorf("memoryFactor %d: MemoryFactor() = %d, want 1 (off)", f, got)
+		}
+	}
+	if rc := mustNew(t, devices.Config{}).RuntimeClassName(); rc != "" {
+		t.Errorf("default RuntimeClassName() = %q, want empty", rc)
+	}
 }
