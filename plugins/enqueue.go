@@ -9,8 +9,8 @@ import (
 )
 
 // EventsToRegister requeues a pod this plugin rejected as soon as cards may
-// have freed up (a pod holding cards is deleted or terminates) or a node's
-// inventory changes, instead of waiting for the periodic flush.
+// have freed up (a pod holding cards is deleted) or a node's inventory
+// changes, instead of waiting for the periodic flush.
 func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.hintAfterPodDelete},
@@ -18,13 +18,10 @@ func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint
 	}, nil
 }
 
-// The hints below bring the device cache up to date with the event before
-// they answer. The cache has its own informer handlers, but the informer
-// calls its handlers in no guaranteed order: without this, the scheduler
-// could retry the pod before the cache has released the deleted pod's
-// cards, reject it again, and leave it waiting for the next event. Both
-// updates are idempotent, so the cache's own handler running later (or the
-// hint running once per waiting pod) changes nothing.
+// The hints only read: the device cache is written by its informer
+// handlers (and Reserve/Unreserve), which activate the rejected pods once
+// they have applied the event (see rejectedPods), so a retry that the hint
+// let through before the cache caught up is not lost.
 
 // hintAfterPodDelete queues the pod when the deleted pod held cards.
 func (p *Plugin) hintAfterPodDelete(logger klog.Logger, pod *corev1.Pod, oldObj, _ any) (fwk.QueueingHint, error) {
@@ -35,7 +32,6 @@ func (p *Plugin) hintAfterPodDelete(logger klog.Logger, pod *corev1.Pod, oldObj,
 	if !p.cache.HasAssignment(deleted) {
 		return fwk.QueueSkip, nil
 	}
-	p.cache.RemovePod(deleted)
 	logger.V(5).Info("A pod holding devices was deleted", "pod", klog.KObj(pod), "deleted", klog.KObj(deleted))
 	return fwk.Queue, nil
 }
@@ -51,7 +47,6 @@ func (p *Plugin) hintAfterNodeChange(logger klog.Logger, pod *corev1.Pod, oldObj
 	if ok && old != nil && !p.cache.NodeChanged(old, node) {
 		return fwk.QueueSkip, nil
 	}
-	p.cache.SetNode(node)
 	logger.V(5).Info("A node's devices changed", "pod", klog.KObj(pod), "node", klog.KObj(node))
 	return fwk.Queue, nil
 }

@@ -2,8 +2,10 @@ package plugins
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
@@ -55,22 +57,63 @@ func TestQueueingHints(t *testing.T) {
 	}
 }
 
-// TestPodDeleteHintReleasesCardsFirst: the scheduler retries the pod right
-// after the hint says Queue, possibly before the cache's own informer
-// handler has run, so the hint must leave the cache without the deleted
-// pod's cards.
-func TestPodDeleteHintReleasesCardsFirst(t *testing.T) {
+// The hints only decide; they never write the device cache.
+func TestHintsDoNotWriteTheCache(t *testing.T) {
+	holder := gpuPod("holder", gpu(1, 8000, 0))
+	holder.Spec.NodeName = "n1"
+	holder.Annotations[nvidia.AllocatedAnnotation] = "only,NVIDIA,8000,0:;"
+	holder.Annotations[devices.AssignedNode] = "n1"
+	node := gpuNode("n1", card("only", 10000))
+	h := newHarness(t, nil, node, holder)
+	waitForPods(t, h, 1)
+	waiter := gpuPod("waiter", gpu(1, 8000, 0))
+
+	if hint, err := h.plugin.hintAfterPodDelete(klog.Background(), waiter, holder, nil); err != nil || hint != fwk.Queue {
+		t.Fatalf("pod delete hint = %v, %v; want Queue", hint, err)
+	}
+	if _, used, _ := h.plugin.Cache().Snapshot("n1", 0, nil); used[0].MemoryMiB != 8000 {
+		t.Errorf("usage after the hint = %+v, want the holder's 8000 MiB still held: only the informer releases it", used[0])
+	}
+	bigger := gpuNode("n1", card("only", 10000), card("second", 10000))
+	if hint, err := h.plugin.hintAfterNodeChange(klog.Background(), waiter, node, bigger); err != nil || hint != fwk.Queue {
+		t.Fatalf("node change hint = %v, %v; want Queue", hint, err)
+	}
+	if cards, _, _ := h.plugin.Cache().Snapshot("n1", 0, nil); len(cards) != 1 {
+		t.Errorf("cache has %d cards after the hint, want 1: only the informer stores the new inventory", len(cards))
+	}
+}
+
+// A pod that Filter rejected is activated once the cache's informer
+// handler has released the cards of a deleted pod, so a retry that the
+// hint allowed before the cache caught up is not lost.
+func TestCacheHandlerActivatesRejectedPods(t *testing.T) {
 	holder := gpuPod("holder", gpu(1, 8000, 0))
 	holder.Spec.NodeName = "n1"
 	holder.Annotations[nvidia.AllocatedAnnotation] = "only,NVIDIA,8000,0:;"
 	holder.Annotations[devices.AssignedNode] = "n1"
 	h := newHarness(t, nil, gpuNode("n1", card("only", 10000)), holder)
 	waitForPods(t, h, 1)
-	hint, err := h.plugin.hintAfterPodDelete(klog.Background(), gpuPod("waiter", gpu(1, 8000, 0)), holder, nil)
-	if err != nil || hint != fwk.Queue {
-		t.Fatalf("hint = %v, %v; want Queue", hint, err)
+	waiter := gpuPod("waiter", gpu(1, 8000, 0))
+	if _, st := h.filter(waiter, "n1"); st.IsSuccess() {
+		t.Fatal("waiter fits beside the holder; the test needs it rejected")
 	}
-	if _, used, _ := h.plugin.Cache().Snapshot("n1", 0, nil); used[0] != (devices.Usage{}) {
-		t.Errorf("usage after the hint = %v, want the holder's cards released", used[0])
+	if got := h.handle.activations(); len(got) != 0 {
+		t.Fatalf("activated %v before any card was freed", got)
+	}
+	if err := h.client.CoreV1().Pods(holder.Namespace).Delete(h.ctx, holder.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(h.handle.activations()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the rejected pod was never activated after the holder's cards were freed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := h.handle.activations(); got[0] != klog.KObj(waiter).String() {
+		t.Errorf("activated %v, want %s", got, klog.KObj(waiter))
+	}
+	if _, st := h.filter(waiter, "n1"); !st.IsSuccess() {
+		t.Errorf("waiter still rejected after activation: %v", st)
 	}
 }

@@ -41,6 +41,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		cards, used, err := p.cache.Snapshot(node.Name, vi, usageBuf[:0])
 		switch {
 		case errors.Is(err, devicecache.ErrUnknownNode):
+			p.rejected.add(pod)
 			return fwk.NewStatus(fwk.Unschedulable, "node's devices not known yet")
 		case err != nil:
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices unusable: "+err.Error())
@@ -50,6 +51,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		releaseRemoved(cards, used, removed, vi)
 		a, rej := v.Fit(cards, used, req)
 		if rej != nil {
+			p.rejected.add(pod)
 			return fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: "+rej.Reason())
 		}
 		fit.assignments[vi] = a

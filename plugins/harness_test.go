@@ -5,6 +5,7 @@ import (
 	"fmt"
 	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
 
@@ -30,11 +32,29 @@ type fakeHandle struct {
 	client    clientset.Interface
 	informers informers.SharedInformerFactory
 	recorder  *events.FakeRecorder
+
+	mu        sync.Mutex
+	activated []string
 }
 
 func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 func (h *fakeHandle) EventRecorder() events.EventRecorderLogger              { return h.recorder }
+
+// Activate records the pods the plugin sends back to the active queue.
+func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for key := range pods {
+		h.activated = append(h.activated, key)
+	}
+}
+
+func (h *fakeHandle) activations() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.activated...)
+}
 
 // harness is a plugin over a fake API server holding objs.
 type harness struct {
@@ -171,4 +191,15 @@ func (h *harness) schedule(pod *corev1.Pod, node string) fwk.CycleState {
 		h.t.Fatalf("Reserve %s on %s: %v", pod.Name, node, st)
 	}
 	return state
+}
+
+// filter runs PreFilter and Filter of pod on node.
+func (h *harness) filter(pod *corev1.Pod, node string) (fwk.CycleState, *fwk.Status) {
+	h.t.Helper()
+	ni := h.nodeInfo(node)
+	state, st := h.preFilter(pod, ni)
+	if !st.IsSuccess() {
+		return state, st
+	}
+	return state, h.plugin.Filter(h.ctx, state, pod, ni)
 }

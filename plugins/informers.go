@@ -24,7 +24,11 @@ func (p *Plugin) onNodeUpdate(logger klog.Logger, oldObj, obj any) {
 }
 
 func (p *Plugin) setNode(logger klog.Logger, node *corev1.Node) {
-	p.cache.SetNode(node)
+	if !p.cache.SetNode(node) {
+		logger.V(4).Info("Ignored an older node object than the cache holds", "node", klog.KObj(node), "resourceVersion", node.ResourceVersion)
+		return
+	}
+	defer p.retryRejected(logger, "node devices changed")
 	for vi, v := range p.registry.Vendors() {
 		if _, _, err := p.cache.Snapshot(node.Name, vi, nil); err != nil {
 			logger.Info("Node's devices cannot be used", "node", klog.KObj(node), "vendor", v.Name(), "reason", err.Error())
@@ -49,10 +53,17 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
+	if pod.Spec.NodeName != "" {
+		p.rejected.remove(pod.UID)
+	}
+	held := p.cache.HasAssignment(pod)
 	if err := p.cache.SetPod(pod); err != nil {
 		logger.Error(err, "Pod's device assignment cannot be read; it is not accounted", "pod", klog.KObj(pod))
 		p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InvalidDeviceAssignment", "Scheduling",
 			"device assignment annotation cannot be read, its cards are not accounted: %v", err)
+	}
+	if held && pod.Spec.NodeName != "" && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+		p.retryRejected(logger, "a pod holding devices terminated")
 	}
 }
 
@@ -61,7 +72,10 @@ func (p *Plugin) onPodDelete(logger klog.Logger, obj any) {
 		obj = tomb.Obj
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
-		p.cache.RemovePod(pod)
-		logger.V(5).Info("Pod left the device cache", "pod", klog.KObj(pod))
+		p.rejected.remove(pod.UID)
+		if p.cache.RemovePod(pod) {
+			logger.V(5).Info("Pod left the device cache", "pod", klog.KObj(pod))
+			p.retryRejected(logger, "a pod holding devices was deleted")
+		}
 	}
 }

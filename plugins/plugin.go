@@ -30,6 +30,8 @@ type Plugin struct {
 	registry *devices.Registry
 	cache    *devicecache.Cache
 	locker   *nodelock.Locker
+	// rejected are the pods Filter turned away for lack of devices.
+	rejected rejectedPods
 	// synced reports whether the cache has seen every node and pod the
 	// informers listed at start.
 	synced func() bool

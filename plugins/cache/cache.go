@@ -31,6 +31,8 @@ type Cache struct {
 // with the registry's vendors).
 type nodeState struct {
 	vendors []vendorState
+	// resourceVersion is the node object's, 0 when it is not a number.
+	resourceVersion uint64
 }
 
 // vendorState is one vendor's cards on a node. cards is never modified once

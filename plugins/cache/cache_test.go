@@ -328,3 +328,39 @@ func TestSnapshotCopiesUsage(t *testing.T) {
 		t.Errorf("changing a snapshot changed the cache: %v", got)
 	}
 }
+
+// An informer event carrying an older node object than the cache holds
+// (by resourceVersion) never replaces the newer inventory.
+func TestSetNodeKeepsTheNewerInventory(t *testing.T) {
+	registry, err := vendors.NewRegistry(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(registry)
+	newer := gpuNode("n1", 4)
+	newer.ResourceVersion = "20"
+	older := gpuNode("n1", 2)
+	older.ResourceVersion = "19"
+	tests := []struct {
+		name      string
+		set       *corev1.Node
+		wantApply bool
+		wantCards int
+	}{
+		{"first object", newer, true, 4},
+		{"older object ignored", older, false, 4},
+		{"same version reapplied", newer, true, 4},
+	}
+	for _, tt := range tests {
+		if got := c.SetNode(tt.set); got != tt.wantApply {
+			t.Errorf("%s: SetNode applied = %v, want %v", tt.name, got, tt.wantApply)
+		}
+		if cards, _, _ := c.Snapshot("n1", 0, nil); len(cards) != tt.wantCards {
+			t.Errorf("%s: %d cards, want %d", tt.name, len(cards), tt.wantCards)
+		}
+	}
+	unversioned := gpuNode("n1", 2)
+	if !c.SetNode(unversioned) {
+		t.Error("an object without a numeric resourceVersion must be applied")
+	}
+}

@@ -45,11 +45,14 @@ func (c *Cache) SetPod(pod *corev1.Pod) error {
 	return nil
 }
 
-// RemovePod releases what a deleted pod held.
-func (c *Cache) RemovePod(pod *corev1.Pod) {
+// RemovePod releases what a deleted pod held and reports whether it held
+// anything.
+func (c *Cache) RemovePod(pod *corev1.Pod) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	_, held := c.pods[pod.UID]
 	c.removePodLocked(pod.UID)
+	return held
 }
 
 // decodeAssignments reads each vendor's allocated annotation. has is false
