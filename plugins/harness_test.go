@@ -3,11 +3,12 @@ package plugins
 import (
 	"context"
 	"fmt"
-	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"

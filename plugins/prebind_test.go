@@ -2,10 +2,11 @@ package plugins
 
 import (
 	"errors"
-	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"strings"
 	"testing"
 	"time"
+
+	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -1,9 +1,11 @@
 package plugins
 
 import (
-	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
-	"k8s.io/utils/ptr"
 	"testing"
+
+	"k8s.io/utils/ptr"
+
+	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 
 	fwk "k8s.io/kube-scheduler/framework"
 
