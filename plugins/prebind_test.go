@@ -6,14 +6,13 @@ import (
 	"testing"
 	"time"
 
-	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
-
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
 	fwk "k8s.io/kube-scheduler/framework"
 
+	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )

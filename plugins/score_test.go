@@ -3,12 +3,10 @@ package plugins
 import (
 	"testing"
 
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/utils/ptr"
 
 	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
-
-	fwk "k8s.io/kube-scheduler/framework"
-
 	"github.com/hami-scheduler/hami-scheduler/devices"
 )
 
