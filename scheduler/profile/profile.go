@@ -1,18 +1,17 @@
-// Package profile is hami-scheduler's KubeSchedulerConfiguration, built in
-// one place: the hami-scheduler profile runs every default plugin plus HAMi
-// (at each extension point it implements), and NodeResourcesFit ignores the
-// per-card share resources that no node advertises. The in-process
-// schedulers of the e2e tests, the benchmark and hami-local use it;
-// manifests/scheduler-config.yaml is the same configuration for real
-// deployments, and a test keeps the two equal.
+// Package profile is hami-scheduler's KubeSchedulerConfiguration as it
+// ships (manifests/scheduler-config.yaml, embedded): the hami-scheduler
+// profile runs every default plugin plus HAMi (at each extension point it
+// implements), and NodeResourcesFit ignores the per-card share resources
+// that no node advertises. The in-process schedulers of the e2e tests, the
+// benchmark and hami-local run that file, with the HAMi args they set.
 package profile
 
 import (
 	"fmt"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	componentbaseconfigv1alpha1 "k8s.io/component-base/config/v1alpha1"
 	configv1 "k8s.io/kube-scheduler/config/v1"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
@@ -23,6 +22,7 @@ import (
 	hamischeme "github.com/hami-scheduler/hami-scheduler/apis/config/scheme"
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
+	"github.com/hami-scheduler/hami-scheduler/manifests"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
 )
 
@@ -77,46 +77,41 @@ func IgnoredResources(args *hamiv1.HAMiArgs) ([]string, error) {
 	return names, nil
 }
 
-// Versioned is the KubeSchedulerConfiguration a real deployment loads
-// (manifests/scheduler-config.yaml): the hami-scheduler profile alone, with
-// its own leader-election lease. args nil leaves the plugin's defaults.
+// Versioned is the KubeSchedulerConfiguration a real deployment loads:
+// manifests/scheduler-config.yaml as it ships, with the HAMi plugin's args
+// set when args is not nil (and NodeResourcesFit's ignoredResources
+// following the vendors they enable).
 func Versioned(args *hamiv1.HAMiArgs) (*configv1.KubeSchedulerConfiguration, error) {
-	p, err := versionedProfile(args)
+	obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(manifests.SchedulerConfigYAML, nil, nil)
+	if err != nil {
+		return nil, fmt.Errorf("decode manifests/scheduler-config.yaml: %w", err)
+	}
+	cfg, ok := obj.(*configv1.KubeSchedulerConfiguration)
+	if !ok || len(cfg.Profiles) != 1 {
+		return nil, fmt.Errorf("manifests/scheduler-config.yaml: want one v1 KubeSchedulerConfiguration profile, got %T", obj)
+	}
+	// Plugin args stay raw until decoded into their types, as kube-scheduler
+	// does when it reads a config file.
+	if err := cfg.DecodeNestedObjects(scheme.Codecs.UniversalDeserializer()); err != nil {
+		return nil, fmt.Errorf("decode manifests/scheduler-config.yaml plugin args: %w", err)
+	}
+	if args == nil {
+		return cfg, nil
+	}
+	ignored, err := IgnoredResources(args)
 	if err != nil {
 		return nil, err
 	}
-	return &configv1.KubeSchedulerConfiguration{
-		TypeMeta: metav1.TypeMeta{APIVersion: configv1.SchemeGroupVersion.String(), Kind: "KubeSchedulerConfiguration"},
-		LeaderElection: componentbaseconfigv1alpha1.LeaderElectionConfiguration{
-			LeaderElect:       ptr.To(true),
-			ResourceName:      LeaseName,
-			ResourceNamespace: "kube-system",
-		},
-		Profiles: []configv1.KubeSchedulerProfile{p},
-	}, nil
-}
-
-func versionedProfile(args *hamiv1.HAMiArgs) (configv1.KubeSchedulerProfile, error) {
-	ignored, err := IgnoredResources(args)
-	if err != nil {
-		return configv1.KubeSchedulerProfile{}, err
-	}
-	p := configv1.KubeSchedulerProfile{
-		SchedulerName: ptr.To(SchedulerName),
-		Plugins: &configv1.Plugins{
-			MultiPoint: configv1.PluginSet{Enabled: []configv1.Plugin{{Name: plugins.Name, Weight: ptr.To(Weight)}}},
-		},
-		PluginConfig: []configv1.PluginConfig{{
-			Name: "NodeResourcesFit",
-			Args: runtime.RawExtension{Object: &configv1.NodeResourcesFitArgs{IgnoredResources: ignored}},
-		}},
-	}
-	if args != nil {
-		a := args.DeepCopy()
-		a.TypeMeta = metav1.TypeMeta{APIVersion: hamiv1.SchemeGroupVersion.String(), Kind: "HAMiArgs"}
-		p.PluginConfig = append(p.PluginConfig, configv1.PluginConfig{Name: plugins.Name, Args: runtime.RawExtension{Object: a}})
-	}
-	return p, nil
+	p := &cfg.Profiles[0]
+	a := args.DeepCopy()
+	a.TypeMeta = metav1.TypeMeta{APIVersion: hamiv1.SchemeGroupVersion.String(), Kind: "HAMiArgs"}
+	p.PluginConfig = slices.DeleteFunc(p.PluginConfig, func(pc configv1.PluginConfig) bool {
+		return pc.Name == plugins.Name || pc.Name == "NodeResourcesFit"
+	})
+	p.PluginConfig = append(p.PluginConfig,
+		configv1.PluginConfig{Name: "NodeResourcesFit", Args: runtime.RawExtension{Object: &configv1.NodeResourcesFitArgs{IgnoredResources: ignored}}},
+		configv1.PluginConfig{Name: plugins.Name, Args: runtime.RawExtension{Object: a}})
+	return cfg, nil
 }
 
 // Profiles returns the defaulted, validated profiles an in-process

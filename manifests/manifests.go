@@ -1,0 +1,20 @@
+// Package manifests embeds the YAML that ships, so that hami-local and the
+// end-to-end tests register exactly what a cluster applies (patching only
+// the webhook's URL and CA) instead of a hand-built copy that can drift.
+package manifests
+
+import (
+	_ "embed"
+)
+
+// WebhookYAML is manifests/webhook.yaml: the webhook's RBAC, Deployment,
+// Service and MutatingWebhookConfiguration.
+//
+//go:embed webhook.yaml
+var WebhookYAML []byte
+
+// SchedulerConfigYAML is manifests/scheduler-config.yaml: hami-scheduler's
+// KubeSchedulerConfiguration.
+//
+//go:embed scheduler-config.yaml
+var SchedulerConfigYAML []byte
