@@ -1,11 +1,15 @@
 package localcluster
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"os"
 	"strconv"
@@ -14,21 +18,25 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
+	"github.com/hami-scheduler/hami-scheduler/manifests"
 	"github.com/hami-scheduler/hami-scheduler/webhook"
 )
 
 // WebhookOptions configure StartWebhook.
 type WebhookOptions struct {
-	// NamespaceSelector limits the namespaces whose pods are sent to the
-	// webhook; nil sends every namespace not labelled hami.io/webhook=ignore.
-	NamespaceSelector *metav1.LabelSelector
+	// NamespaceLabels, when set, narrows the shipped namespaceSelector
+	// further to namespaces carrying these labels (an e2e test scopes its
+	// webhook to its own namespace this way); the shipped exclusions stay.
+	NamespaceLabels map[string]string
 	// ConfigurationName names the MutatingWebhookConfiguration
-	// (default "hami-webhook").
+	// (default: the shipped name, hami-webhook).
 	ConfigurationName string
 }
 
@@ -77,10 +85,6 @@ func StartWebhook(ctx context.Context, cfg *rest.Config, opts WebhookOptions) (*
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &Webhook{URL: "https://" + addr + webhook.MutatePath, CA: ca, client: client, dir: dir, cancel: cancel, done: make(chan error, 1)}
-	w.name = opts.ConfigurationName
-	if w.name == "" {
-		w.name = "hami-webhook"
-	}
 	go func() {
 		w.done <- webhook.Run(ctx, cfg, webhook.Options{
 			Config: webhook.Config{
@@ -97,7 +101,7 @@ func StartWebhook(ctx context.Context, cfg *rest.Config, opts WebhookOptions) (*
 		w.Stop()
 		return nil, err
 	}
-	if err := w.register(ctx, opts.NamespaceSelector); err != nil {
+	if err := w.register(ctx, opts); err != nil {
 		w.Stop()
 		return nil, err
 	}
@@ -131,35 +135,71 @@ func (w *Webhook) waitServing(ctx context.Context, addr string, limit time.Durat
 	}
 }
 
-func (w *Webhook) register(ctx context.Context, selector *metav1.LabelSelector) error {
-	if selector == nil {
-		selector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-			Key: "hami.io/webhook", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"ignore"},
-		}}}
-	}
-	fail := admissionv1.Fail
-	none := admissionv1.SideEffectClassNone
-	config := &admissionv1.MutatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: w.name},
-		Webhooks: []admissionv1.MutatingWebhook{{
-			Name:                    "pods.webhook.hami.io",
-			AdmissionReviewVersions: []string{"v1"},
-			SideEffects:             &none,
-			FailurePolicy:           &fail,
-			TimeoutSeconds:          ptr.To[int32](10),
-			ClientConfig:            admissionv1.WebhookClientConfig{URL: ptr.To(w.URL), CABundle: w.CA},
-			Rules: []admissionv1.RuleWithOperations{{
-				Operations: []admissionv1.OperationType{admissionv1.Create},
-				Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-			}},
-			NamespaceSelector: selector,
-		}},
-	}
-	_, err := w.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{})
+func (w *Webhook) register(ctx context.Context, opts WebhookOptions) error {
+	config, err := ShippedWebhookConfiguration(w.URL, w.CA, opts)
 	if err != nil {
+		return err
+	}
+	w.name = config.Name
+	if _, err := w.client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, config, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("register webhook: %w", err)
 	}
 	return nil
+}
+
+// ShippedWebhookConfiguration is the MutatingWebhookConfiguration of
+// manifests/webhook.yaml, pointed at url (instead of the in-cluster
+// Service) with ca as its CA bundle, and narrowed by opts.
+func ShippedWebhookConfiguration(url string, ca []byte, opts WebhookOptions) (*admissionv1.MutatingWebhookConfiguration, error) {
+	config, err := shippedMutatingWebhook()
+	if err != nil {
+		return nil, err
+	}
+	if opts.ConfigurationName != "" {
+		config.Name = opts.ConfigurationName
+	}
+	for i := range config.Webhooks {
+		wh := &config.Webhooks[i]
+		wh.ClientConfig = admissionv1.WebhookClientConfig{URL: ptr.To(url), CABundle: ca}
+		if len(opts.NamespaceLabels) == 0 {
+			continue
+		}
+		if wh.NamespaceSelector == nil {
+			wh.NamespaceSelector = &metav1.LabelSelector{}
+		}
+		if wh.NamespaceSelector.MatchLabels == nil {
+			wh.NamespaceSelector.MatchLabels = map[string]string{}
+		}
+		maps.Copy(wh.NamespaceSelector.MatchLabels, opts.NamespaceLabels)
+	}
+	return config, nil
+}
+
+// shippedMutatingWebhook decodes the MutatingWebhookConfiguration out of
+// the multi-document manifests/webhook.yaml.
+func shippedMutatingWebhook() (*admissionv1.MutatingWebhookConfiguration, error) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests.WebhookYAML)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("manifests/webhook.yaml has no MutatingWebhookConfiguration")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read manifests/webhook.yaml: %w", err)
+		}
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, fmt.Errorf("read manifests/webhook.yaml: %w", err)
+		}
+		if meta.Kind != "MutatingWebhookConfiguration" {
+			continue
+		}
+		config := &admissionv1.MutatingWebhookConfiguration{}
+		if err := yaml.UnmarshalStrict(doc, config); err != nil {
+			return nil, fmt.Errorf("decode manifests/webhook.yaml MutatingWebhookConfiguration: %w", err)
+		}
+		return config, nil
+	}
 }
 
 // Stop unregisters the webhook, stops it and removes its certificate.

@@ -33,12 +33,20 @@ func TestWebhookRoutesDevicePods(t *testing.T) {
 	}
 	w, err := localcluster.StartWebhook(e.ctx, controlPlane.Config, localcluster.WebhookOptions{
 		ConfigurationName: "hami-webhook-e2e",
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{webhookLabel: "on"}},
+		NamespaceLabels:   map[string]string{webhookLabel: "on"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer w.Stop()
+	// What the apiserver calls is manifests/webhook.yaml's configuration.
+	registered, err := controlPlane.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(e.ctx, "hami-webhook-e2e", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wh := registered.Webhooks[0]; len(wh.MatchConditions) == 0 || wh.ObjectSelector == nil || len(wh.NamespaceSelector.MatchExpressions) < 2 {
+		t.Errorf("registered webhook lacks the shipped matchConditions or selectors: %+v", wh)
+	}
 	e.addNodes("1 node x 2 cards of NVIDIA A100 40 GiB, split 10", nil)
 
 	memOnly := func(name string) *corev1.Pod {
