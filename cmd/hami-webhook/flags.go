@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
+
+	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
@@ -17,6 +20,7 @@ type flags struct {
 	schedulerName            string
 	takeOverDefaultScheduler bool
 	vendorConfig             string
+	deviceConfigFile         string
 	server                   webhook.ServerOptions
 	healthProbeAddr          string
 	metricsAddr              string
@@ -31,6 +35,8 @@ func registerFlags(fs *flag.FlagSet) *flags {
 		"also hand pods that name default-scheduler (the API server's default) to --scheduler-name; pods naming any other scheduler are never touched")
 	fs.StringVar(&f.vendorConfig, "vendor-config", "",
 		"YAML file with a 'vendors:' list, the same as the scheduler plugin's args (resource names, defaultMemoryMiB, defaultCores, defaultCount, memoryFactor, runtimeClassName, overwriteEnv, corePolicy); empty: NVIDIA with HAMi's defaults")
+	fs.StringVar(&f.deviceConfigFile, "device-config-file", "",
+		"HAMi's device-config.yaml (the device ConfigMap of HAMi's chart), the same file as the scheduler plugin's deviceConfigFile arg; excludes --vendor-config")
 	fs.StringVar(&f.server.Addr, "bind-address", ":9443", "host:port of the HTTPS webhook server")
 	fs.StringVar(&f.server.CertDir, "cert-dir", "/etc/hami-webhook/certs",
 		"directory with the serving certificate and key; the files are reloaded when they change")
@@ -56,7 +62,19 @@ type vendorFile struct {
 // options turns the flags into webhook options, reading --vendor-config.
 func (f *flags) options() (webhook.Options, error) {
 	var configs []devices.Config
-	if f.vendorConfig != "" {
+	switch {
+	case f.deviceConfigFile != "" && f.vendorConfig != "":
+		return webhook.Options{}, fmt.Errorf("--device-config-file and --vendor-config exclude each other")
+	case f.deviceConfigFile != "":
+		settings, err := hamiconfig.FromDeviceConfigFile(f.deviceConfigFile)
+		if err != nil {
+			return webhook.Options{}, fmt.Errorf("--device-config-file: %w", err)
+		}
+		for _, key := range settings.Unsupported {
+			klog.InfoS("Device config section configured but not supported by this build; its pods are not defaulted", "section", key)
+		}
+		configs = settings.Configs
+	case f.vendorConfig != "":
 		raw, err := os.ReadFile(f.vendorConfig)
 		if err != nil {
 			return webhook.Options{}, fmt.Errorf("--vendor-config: %w", err)

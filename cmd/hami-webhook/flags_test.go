@@ -31,6 +31,9 @@ func TestFlags(t *testing.T) {
 	badCores := file("cores.yaml", "vendors:\n- name: nvidia\n  defaultCores: 101\n")
 	admission := file("admission.yaml", "vendors:\n- name: nvidia\n  runtimeClassName: nvidia\n  overwriteEnv: true\n  corePolicy: force\n  memoryFactor: 1024\n")
 	badPolicy := file("policy.yaml", "vendors:\n- name: nvidia\n  corePolicy: forced\n")
+	hamiConfig := file("device-config.yaml", "nvidia:\n  resourceCountName: example.com/gpu\n  resourceMemoryName: example.com/gpumem\n"+
+		"  defaultGPUNum: 1\n  overwriteEnv: true\nhygon:\n  resourceCountName: hygon.com/dcunum\n")
+	badHAMiConfig := file("bad-device-config.yaml", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  gpuCorePolicy: sometimes\n")
 
 	tests := []struct {
 		name  string
@@ -109,6 +112,25 @@ func TestFlags(t *testing.T) {
 				}
 			},
 		},
+		{
+			name: "HAMi's device config file",
+			args: []string{"--device-config-file=" + hamiConfig},
+			check: func(t *testing.T, o webhook.Options) {
+				if n := len(o.Registry.Vendors()); n != 1 {
+					t.Fatalf("%d vendors, want NVIDIA alone (hygon is not supported by this build)", n)
+				}
+				v := o.Registry.Vendors()[0]
+				if v.Resources().Count != "example.com/gpu" || v.Resources().Memory != "example.com/gpumem" {
+					t.Errorf("resources %+v, want the device config's", v.Resources())
+				}
+				c := &corev1.Container{Name: "sidecar"}
+				if _, err := v.Default(c); err != nil || len(c.Env) != 1 || c.Env[0].Value != "none" {
+					t.Errorf("overwriteEnv from the device config not applied: env %v, err %v", c.Env, err)
+				}
+			},
+		},
+		{name: "bad HAMi device config", args: []string{"--device-config-file=" + badHAMiConfig}, err: `nvidia.gpuCorePolicy: Unsupported value: "sometimes"`},
+		{name: "both vendor sources", args: []string{"--device-config-file=" + hamiConfig, "--vendor-config=" + renamed}, err: "exclude each other"},
 		{name: "unknown core policy", args: []string{"--vendor-config=" + badPolicy}, err: `corePolicy "forced"`},
 		{name: "vendor config with an unknown field", args: []string{"--vendor-config=" + unknownField}, err: `unknown field "defaultMemory"`},
 		{name: "unknown vendor", args: []string{"--vendor-config=" + unknownVendor}, err: `unknown vendor "voodoo"`},
