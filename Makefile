@@ -20,7 +20,7 @@ RACE_PKGS   := ./devices/... ./plugins/...
 BENCH_NODES ?= 500
 BENCH_PODS  ?= 4000
 
-.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean
+.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean generate verify-generate layout
 
 all: build
 
@@ -58,7 +58,22 @@ bench:
 bench-e2e:
 	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 60m ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS)
 
-lint: vet fmt
+lint: vet fmt verify-generate layout
+
+# Deepcopy, conversion and defaulting code of the plugin args (apis/config),
+# with k8s.io/code-generator pinned as go.mod tools.
+generate:
+	./hack/update-codegen.sh
+
+# The committed generated code is what the generators produce.
+verify-generate:
+	@tmp=$$(mktemp -d); cp -r apis "$$tmp/"; ./hack/update-codegen.sh; \
+	if ! diff -r "$$tmp/apis" apis >/dev/null; then diff -r "$$tmp/apis" apis; echo "generated code is stale: run make generate"; rm -rf "$$tmp"; exit 1; fi; rm -rf "$$tmp"
+
+# Production binaries never import a test package.
+layout:
+	@bad=$$($(GO) list -deps ./cmd/... | grep '/hami-scheduler/test' || true); \
+	if [ -n "$$bad" ]; then echo "binaries import test packages:"; echo "$$bad"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
