@@ -95,7 +95,7 @@ func TestConfigCheck(t *testing.T) {
 		name:       "missing deviceConfigFile",
 		config:     header + "profiles:\n" + profile("hami-scheduler", "deviceConfigFile: /nonexistent/device-config.yaml\n"),
 		wantFields: []string{"profiles[0].pluginConfig[0].args.deviceConfigFile"},
-		wantText:   []string{`args.deviceConfigFile: Invalid value: "/nonexistent/device-config.yaml": read device config`},
+		wantText:   []string{`args.deviceConfigFile: Invalid value: "/nonexistent/device-config.yaml": device config /nonexistent/device-config.yaml: read device config: open /nonexistent/device-config.yaml: no such file or directory`},
 	}, {
 		name:       "deviceConfigFile with every section empty",
 		config:     header + "profiles:\n" + profile("hami-scheduler", "deviceConfigFile: "+emptyDeviceConfig+"\n"),
