@@ -43,7 +43,7 @@ func (a *HAMiArgs) ResolveVendors() (*VendorSettings, error) {
 func FromDeviceConfigFile(path string) (*VendorSettings, error) {
 	file, ignored, err := deviceconfig.Load(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("device config %s: %w", path, err)
 	}
 	if errs := file.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("device config %s: %w", path, errs.ToAggregate())

@@ -4,18 +4,125 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/cmd/kube-scheduler/app"
+	"k8s.io/kubernetes/cmd/kube-scheduler/app/options"
 
+	"github.com/hami-scheduler/hami-scheduler/apis/config"
+	"github.com/hami-scheduler/hami-scheduler/apis/config/scheme"
+	"github.com/hami-scheduler/hami-scheduler/apis/config/validation"
+	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
 )
 
 func main() {
-	command := app.NewSchedulerCommand(app.WithPlugin(plugins.Name, plugins.New))
-	os.Exit(cli.Run(command))
+	os.Exit(cli.Run(newCommand()))
+}
+
+// newCommand is kube-scheduler's command with the HAMi plugin registered
+// and a check of the --config file's HAMi args that runs before the
+// scheduler starts: kube-scheduler validates only its in-tree plugins'
+// args, and would otherwise report ours only when it builds its profiles,
+// after its API client (so not at all without a kubeconfig), and without
+// the field path.
+func newCommand() *cobra.Command {
+	return withConfigCheck(app.NewSchedulerCommand(app.WithPlugin(plugins.Name, plugins.New)))
+}
+
+// withConfigCheck runs checkConfigFile on the --config file, if any,
+// before cmd's own PreRunE.
+func withConfigCheck(cmd *cobra.Command) *cobra.Command {
+	preRunE := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if f := c.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
+			if err := checkConfigFile(f.Value.String()); err != nil {
+				return err
+			}
+		}
+		if preRunE != nil {
+			return preRunE(c, args)
+		}
+		return nil
+	}
+	return cmd
+}
+
+// configError lists every problem of the HAMi args of a configuration
+// file, one per line, with its field path in the file.
+type configError struct {
+	file string
+	errs field.ErrorList
+}
+
+func (e *configError) Error() string {
+	lines := make([]string, 0, len(e.errs)+1)
+	lines = append(lines, fmt.Sprintf("invalid %s args in %s:", plugins.Name, e.file))
+	for _, err := range e.errs {
+		lines = append(lines, err.Error())
+	}
+	return strings.Join(lines, "\n")
+}
+
+// checkConfigFile decodes the file as kube-scheduler does (strictly; the
+// HAMi args are typed since the plugins package registers them), then
+// validates every HAMi pluginConfig and resolves its vendors, so that a bad
+// device config file fails here too.
+func checkConfigFile(file string) error {
+	cfg, err := options.LoadConfigFromFile(klog.Background(), file)
+	if err != nil {
+		// On a line of its own, so that the log shows it unquoted.
+		return fmt.Errorf("config file %s:\n%w", file, err)
+	}
+	var errs field.ErrorList
+	for i, prof := range cfg.Profiles {
+		for j, pc := range prof.PluginConfig {
+			if pc.Name != plugins.Name {
+				continue
+			}
+			path := field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("args")
+			args, err := scheme.ArgsFrom(pc.Args)
+			if err != nil {
+				errs = append(errs, field.Invalid(path, fmt.Sprintf("%T", pc.Args), err.Error()))
+				continue
+			}
+			argErrs := validation.ValidateHAMiArgs(path, args, vendors.Known())
+			errs = append(errs, argErrs...)
+			if len(argErrs) > 0 && args.DeviceConfigFile == "" {
+				// The vendors list is invalid; it was reported.
+				continue
+			}
+			if err := checkVendors(args); err != nil {
+				if args.DeviceConfigFile != "" {
+					errs = append(errs, field.Invalid(path.Child("deviceConfigFile"), args.DeviceConfigFile, err.Error()))
+				} else {
+					errs = append(errs, field.Invalid(path.Child("vendors"), len(args.Vendors), err.Error()))
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return &configError{file: file, errs: errs}
+	}
+	return nil
+}
+
+// checkVendors resolves the vendors the args enable (reading the device
+// config file, if any) and builds them, as the plugin does when it starts.
+func checkVendors(args *config.HAMiArgs) error {
+	settings, err := args.ResolveVendors()
+	if err != nil {
+		return err
+	}
+	_, err = vendors.NewRegistry(settings.Configs)
+	return err
 }

@@ -1,0 +1,123 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+const chartDefault = "../../test/testdata/device-config.yaml"
+
+func TestResolveVendorsFromList(t *testing.T) {
+	args := &HAMiArgs{Vendors: []VendorArgs{{
+		Name:                         "NVIDIA",
+		ResourceCountName:            "example.com/gpu",
+		ResourceMemoryName:           "example.com/gpumem",
+		ResourceMemoryPercentageName: "example.com/gpumem-percentage",
+		ResourceCoresName:            "example.com/gpucores",
+		ResourcePriorityName:         "example.com/priority",
+		DefaultMemoryMiB:             512,
+		DefaultCores:                 25,
+		DefaultCount:                 ptr.To[int32](0),
+		MemoryFactor:                 3,
+	}}}
+	got, err := args.ResolveVendors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &VendorSettings{
+		Source: "vendors",
+		Configs: []devices.Config{{
+			Name:                         "nvidia",
+			ResourceCountName:            "example.com/gpu",
+			ResourceMemoryName:           "example.com/gpumem",
+			ResourceMemoryPercentageName: "example.com/gpumem-percentage",
+			ResourceCoresName:            "example.com/gpucores",
+			ResourcePriorityName:         "example.com/priority",
+			DefaultMemoryMiB:             512,
+			DefaultCores:                 25,
+			DefaultCount:                 ptr.To[int32](0),
+			MemoryFactor:                 3,
+		}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ResolveVendors() (-want +got):\n%s", diff)
+	}
+}
+
+func TestResolveVendorsFromChartDefault(t *testing.T) {
+	args := &HAMiArgs{DeviceConfigFile: chartDefault}
+	got, err := args.ResolveVendors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Source != "deviceConfigFile "+chartDefault {
+		t.Errorf("Source = %q", got.Source)
+	}
+	if len(got.Configs) != 1 || got.Configs[0].Name != "nvidia" || got.Configs[0].ResourceCountName != "nvidia.com/gpu" ||
+		got.Configs[0].NodeDefaults.SplitCount != 10 || got.Configs[0].CorePolicy != "default" {
+		t.Errorf("Configs = %+v, want the chart's nvidia settings alone", got.Configs)
+	}
+	wantUnsupported := []string{
+		"cambricon", "hygon", "metax", "mthreads",
+		"iluvatars[MR-V100]", "iluvatars[MR-V50]", "iluvatars[BI-V150]", "iluvatars[BI-V100]",
+		"enflame", "kunlun", "awsneuron", "amd", "vastai", "biren",
+		"vnpus.configs[Ascend910A]", "vnpus.configs[Ascend910B2]", "vnpus.configs[Ascend910B3]", "vnpus.configs[Ascend910B4-1]",
+		"vnpus.configs[Ascend910B4]", "vnpus.configs[Ascend310P]", "vnpus.configs[Ascend910C]",
+	}
+	if diff := cmp.Diff(wantUnsupported, got.Unsupported); diff != "" {
+		t.Errorf("Unsupported (-want +got):\n%s", diff)
+	}
+	if len(got.Ignored) != 0 {
+		t.Errorf("Ignored = %q, want none", got.Ignored)
+	}
+}
+
+func TestFromDeviceConfigFile(t *testing.T) {
+	tests := []struct {
+		name            string
+		data            string
+		wantErr         string
+		wantConfigs     int
+		wantUnsupported []string
+		wantIgnored     int
+	}{
+		{"unknown keys are reported, not fatal", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  resourceCoresName: x\n", "", 1, nil, 1},
+		{"disabled sections are not unsupported", "nvidia:\n  resourceCountName: nvidia.com/gpu\nhygon: {}\n", "", 1, nil, 0},
+		{"no supported vendor", "hygon:\n  resourceCountName: hygon.com/dcunum\n", "enables no vendor this build supports (nvidia needs nvidia.resourceCountName); configured: hygon", 0, nil, 0},
+		{"nvidia off, nothing else", "nvidia:\n  resourceMemoryName: nvidia.com/gpumem\n", "configured: none", 0, nil, 0},
+		{"invalid", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  memoryFactor: -1\n", "nvidia.memoryFactor: Invalid value: -1", 0, nil, 0},
+		{"every section empty", "foo: 1\n", "every section is empty", 0, nil, 0},
+		{"not YAML", "nvidia: [\n", "decode device config", 0, nil, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "device-config.yaml")
+			if err := os.WriteFile(path, []byte(tt.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			got, err := FromDeviceConfigFile(path)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), path) {
+					t.Fatalf("error = %v, want one naming the file and containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Configs) != tt.wantConfigs || !cmp.Equal(tt.wantUnsupported, got.Unsupported) || len(got.Ignored) != tt.wantIgnored {
+				t.Errorf("got %d configs, unsupported %q, ignored %q", len(got.Configs), got.Unsupported, got.Ignored)
+			}
+		})
+	}
+	if _, err := FromDeviceConfigFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "read device config") {
+		t.Errorf("missing file: error = %v", err)
+	}
+}
