@@ -14,11 +14,16 @@ import (
 
 // Filter checks whether the node's cards can hold every container of the
 // pod, and keeps the chosen cards for Score, Reserve and PreBind. It reads
-// only the in-memory cache and writes nothing to the API server.
+// only the in-memory cache and writes nothing to the API server. A pod
+// PreFilter skipped passes every node (the framework does not even call
+// Filter for it).
 func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
+	}
+	if s == nil {
+		return nil
 	}
 	node := nodeInfo.Node()
 	if node == nil {

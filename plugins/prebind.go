@@ -20,7 +20,7 @@ import (
 // PreBindPreFlight implements fwk.PreBindPlugin: only pods this plugin
 // placed have anything to write.
 func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if _, err := readState(state); err != nil {
+	if s, err := readState(state); err != nil || s == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
@@ -37,6 +37,10 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	s, fit, st := chosenFit(state, nodeName)
 	if st != nil {
 		return st
+	}
+	if s == nil {
+		// PreFilter skipped the pod: no lock, no annotation.
+		return nil
 	}
 	patch, err := p.assignmentPatch(nodeName, fit, time.Now())
 	if err != nil {

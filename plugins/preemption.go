@@ -17,6 +17,9 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, podToSched
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
+	if s == nil {
+		return nil
+	}
 	pod := victim.GetPod()
 	node, assignments, ok := p.cache.Assignments(pod.UID)
 	if !ok || node != nodeInfo.Node().Name {
@@ -41,6 +44,9 @@ func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, podToSchedule
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
+	}
+	if s == nil {
+		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

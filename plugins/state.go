@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -88,11 +89,15 @@ func (s *cycleState) removedOn(node string) map[types.UID][]devices.Assignment {
 }
 
 // chosenFit reads the cycle state and Filter's assignment on node, for
-// Reserve and PreBind.
+// Reserve and PreBind. It returns nil, nil, nil when PreFilter skipped the
+// pod: there is nothing to reserve or write.
 func chosenFit(state fwk.CycleState, node string) (*cycleState, *nodeFit, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil {
 		return nil, nil, fwk.AsStatus(err)
+	}
+	if s == nil {
+		return nil, nil, nil
 	}
 	fit, ok := s.fit(node)
 	if !ok {
@@ -101,8 +106,16 @@ func chosenFit(state fwk.CycleState, node string) (*cycleState, *nodeFit, *fwk.S
 	return s, fit, nil
 }
 
+// readState returns the state PreFilter wrote, or nil (and no error) when
+// PreFilter wrote none: it skipped the pod, which asks for no managed
+// device. The framework then leaves out Filter, PreFilterExtensions and,
+// through PreScore's Skip, Score; Reserve, Unreserve and PreBind still run
+// and must find nothing to do, as every extension point does on a nil state.
 func readState(state fwk.CycleState) (*cycleState, error) {
 	data, err := state.Read(stateKey)
+	if errors.Is(err, fwk.ErrNotFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s cycle state: %w", Name, err)
 	}
