@@ -35,7 +35,6 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	if len(vendors) > 1 {
 		fit.assignments = make([]devices.Assignment, len(vendors))
 	}
-	removed := s.removedOn(node.Name)
 	var usageBuf [16]devices.Usage
 	fitted := int64(0)
 	for vi, v := range vendors {
@@ -43,7 +42,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		if req.IsZero() {
 			continue
 		}
-		cards, used, err := p.cache.Snapshot(node.Name, vi, usageBuf[:0])
+		cards, used, heldFor, err := p.nodeCards(s, node.Name, vi, usageBuf[:0])
 		switch {
 		case errors.Is(err, devicecache.ErrUnknownNode):
 			return fwk.NewStatus(fwk.Unschedulable, "node's devices not known yet")
@@ -51,8 +50,9 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices unusable: "+err.Error())
 		case len(cards) == 0:
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no "+v.Name()+" device on node")
+		case heldFor != "":
+			return fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: freed for nominated pod "+heldFor)
 		}
-		releaseRemoved(cards, used, removed, vi)
 		a, rej := v.Fit(cards, used, req)
 		if rej != nil {
 			return fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: "+rej.Reason())
@@ -66,6 +66,27 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	}
 	s.setFit(node.Name, fit)
 	return nil
+}
+
+// nodeCards returns vendor vi's cards on node and their usage as this
+// cycle sees it (a copy in dst): the cache's, less what the pods preemption
+// is simulating away hold, plus what the nominated pods AddPod counted would
+// take. heldFor names a nominated pod the cards cannot hold yet: nothing of
+// the vendor is to spare on the node.
+func (p *Plugin) nodeCards(s *cycleState, node string, vi int, dst []devices.Usage) (cards []devices.Card, used []devices.Usage, heldFor string, err error) {
+	cards, used, err = p.cache.Snapshot(node, vi, dst)
+	if err != nil || len(cards) == 0 {
+		return cards, used, "", err
+	}
+	removed, nominated := s.simulatedOn(node)
+	releaseRemoved(cards, used, removed, vi)
+	for _, h := range nominated {
+		if h.blocked[vi] {
+			return cards, used, h.pod, nil
+		}
+		devices.ApplyGrants(cards, used, h.assignments[vi], true)
+	}
+	return cards, used, "", nil
 }
 
 // releaseRemoved subtracts, from a copy of the node's usage, what the pods

@@ -108,7 +108,6 @@ func TestPodsAskingNoDeviceAreSkippedEverywhere(t *testing.T) {
 // extension points with HAMi enabled by multiPoint, as the hami-scheduler
 // profile does: nothing may fail, and HAMi writes nothing.
 func TestFrameworkSchedulesPodsAskingNoDevice(t *testing.T) {
-	schedmetrics.Register()
 	tests := []struct {
 		name string
 		pod  *corev1.Pod
@@ -120,26 +119,8 @@ func TestFrameworkSchedulesPodsAskingNoDevice(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			pod := tt.pod
 			h := newHarness(t, nil, eightCardNode("n1"), eightCardNode("n2"), pod)
-			registry := frameworkruntime.Registry{
-				Name:               func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return h.plugin, nil },
-				queuesort.Name:     queuesort.New,
-				defaultbinder.Name: defaultbinder.New,
-			}
-			profile := &schedconfig.KubeSchedulerProfile{
-				SchedulerName: "hami-scheduler",
-				Plugins: &schedconfig.Plugins{MultiPoint: schedconfig.PluginSet{Enabled: []schedconfig.Plugin{
-					{Name: queuesort.Name}, {Name: defaultbinder.Name}, {Name: Name, Weight: 10},
-				}}},
-			}
 			nodes := []fwk.NodeInfo{h.nodeInfo("n1"), h.nodeInfo("n2")}
-			f, err := frameworkruntime.NewFramework(h.ctx, registry, profile,
-				frameworkruntime.WithClientSet(h.client),
-				frameworkruntime.WithInformerFactory(h.handle.informers),
-				frameworkruntime.WithEventRecorder(h.handle.recorder),
-				frameworkruntime.WithSnapshotSharedLister(schedcache.NewSnapshot(nil, []*corev1.Node{nodes[0].Node(), nodes[1].Node()})))
-			if err != nil {
-				t.Fatal(err)
-			}
+			f := h.framework(nodes)
 			before := len(h.client.Actions())
 			state := framework.NewCycleState()
 			if _, st, _ := f.RunPreFilterPlugins(h.ctx, state, pod); !st.IsSuccess() {
@@ -177,4 +158,38 @@ func TestFrameworkSchedulesPodsAskingNoDevice(t *testing.T) {
 			}
 		})
 	}
+}
+
+// framework is a scheduling framework over nodes whose profile enables the
+// harness's plugin by multiPoint, as the hami-scheduler profile does, with
+// the default queue sort and binder.
+func (h *harness) framework(nodes []fwk.NodeInfo, opts ...frameworkruntime.Option) framework.Framework {
+	h.t.Helper()
+	schedmetrics.Register()
+	registry := frameworkruntime.Registry{
+		Name:               func(context.Context, runtime.Object, fwk.Handle) (fwk.Plugin, error) { return h.plugin, nil },
+		queuesort.Name:     queuesort.New,
+		defaultbinder.Name: defaultbinder.New,
+	}
+	profile := &schedconfig.KubeSchedulerProfile{
+		SchedulerName: "hami-scheduler",
+		Plugins: &schedconfig.Plugins{MultiPoint: schedconfig.PluginSet{Enabled: []schedconfig.Plugin{
+			{Name: queuesort.Name}, {Name: defaultbinder.Name}, {Name: Name, Weight: 10},
+		}}},
+	}
+	var list []*corev1.Node
+	for _, ni := range nodes {
+		list = append(list, ni.Node())
+	}
+	opts = append([]frameworkruntime.Option{
+		frameworkruntime.WithClientSet(h.client),
+		frameworkruntime.WithInformerFactory(h.handle.informers),
+		frameworkruntime.WithEventRecorder(h.handle.recorder),
+		frameworkruntime.WithSnapshotSharedLister(schedcache.NewSnapshot(nil, list)),
+	}, opts...)
+	f, err := frameworkruntime.NewFramework(h.ctx, registry, profile, opts...)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return f
 }

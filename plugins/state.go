@@ -26,6 +26,11 @@ type cycleState struct {
 	// removed holds, per node, pods that preemption is simulating away
 	// (PreFilterExtensions.RemovePod), and what they hold.
 	removed map[string]map[types.UID][]devices.Assignment
+	// nominated holds, per node, what pods nominated to it would take
+	// (PreFilterExtensions.AddPod of a pod not placed yet: a preemptor
+	// waiting for its victims to leave), so that this pod does not take the
+	// cards freed for them.
+	nominated map[string]map[types.UID]*nominatedHold
 	// handedOver is the node PreBind locked and wrote the assignment for;
 	// Unreserve then has API state to undo.
 	handedOver string
@@ -43,9 +48,21 @@ type nodeFit struct {
 	single [1]devices.Assignment
 }
 
+// nominatedHold is what a nominated pod, not placed yet, would take on a
+// node, per vendor (index-aligned with the registry's vendors): the
+// assignment Filter would give it there, or blocked when the node's cards
+// cannot hold it yet (the pods it preempts still hold them); then the node
+// has nothing of that vendor to spare for a pod of lower or equal priority.
+// Never modified once recorded.
+type nominatedHold struct {
+	pod         string
+	assignments []devices.Assignment
+	blocked     []bool
+}
+
 // Clone implements fwk.StateData. Filter results are per cycle, so a clone
-// starts with none; the preemption simulation's removals are deep-copied
-// since AddPod/RemovePod change them.
+// starts with none; the simulation's removals and nominated pods are
+// deep-copied since AddPod/RemovePod change them.
 func (s *cycleState) Clone() fwk.StateData {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -64,6 +81,16 @@ func (s *cycleState) Clone() fwk.StateData {
 			c.removed[node] = cp
 		}
 	}
+	if len(s.nominated) > 0 {
+		c.nominated = make(map[string]map[types.UID]*nominatedHold, len(s.nominated))
+		for node, pods := range s.nominated {
+			cp := make(map[types.UID]*nominatedHold, len(pods))
+			for uid, h := range pods {
+				cp[uid] = h
+			}
+			c.nominated[node] = cp
+		}
+	}
 	return c
 }
 
@@ -80,12 +107,12 @@ func (s *cycleState) fit(node string) (*nodeFit, bool) {
 	return f, ok
 }
 
-// removedOn returns the simulated removals on node; the caller must not
-// keep the map past the call that changes it.
-func (s *cycleState) removedOn(node string) map[types.UID][]devices.Assignment {
+// simulatedOn returns the simulated removals and nominated pods on node;
+// the caller must not keep the maps past the call that changes them.
+func (s *cycleState) simulatedOn(node string) (map[types.UID][]devices.Assignment, map[types.UID]*nominatedHold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.removed[node]
+	return s.removed[node], s.nominated[node]
 }
 
 // chosenFit reads the cycle state and Filter's assignment on node, for
