@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,7 +22,7 @@ import (
 // PreBindPreFlight implements fwk.PreBindPlugin: only pods this plugin
 // placed have anything to write.
 func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if _, err := readState(state); err != nil {
+	if s, err := readState(state); err != nil || s == nil {
 		return nil, fwk.NewStatus(fwk.Skip)
 	}
 	return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
@@ -30,22 +32,28 @@ func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod
 // hami.io/mutex.lock (waiting, bounded, while another pod holds it), then
 // writes every assignment annotation and the hami.io/vgpu-node label in one
 // pod patch with bind-phase allocating, which is what the device plugin
-// looks for. Binding itself is left to the default binder. On failure the
-// lock is released and an error returned, so Unreserve rolls the cache back.
+// looks for. The patch applies only to the pod with pod's UID, not to a pod
+// that took its name since. Binding itself is left to the default binder.
+// On failure the lock is released and an error returned, so Unreserve rolls
+// the cache back.
 func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	s, fit, st := chosenFit(state, nodeName)
 	if st != nil {
 		return st
 	}
-	patch, err := p.assignmentPatch(nodeName, fit, time.Now())
+	if s == nil {
+		// PreFilter skipped the pod: no lock, no annotation.
+		return nil
+	}
+	patch, err := p.assignmentPatch(pod, nodeName, fit, time.Now())
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
 	if err := p.locker.Lock(ctx, nodeName, pod); err != nil {
 		return fwk.AsStatus(fmt.Errorf("lock node %s: %w", nodeName, err))
 	}
-	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		if rerr := p.locker.Release(context.WithoutCancel(ctx), nodeName, pod); rerr != nil {
 			logger.Error(rerr, "Releasing node lock after a failed pod patch", "node", nodeName, "pod", klog.KObj(pod))
@@ -66,8 +74,11 @@ func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName str
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, devices.BindPhase, devices.BindPhaseFailed)
-	_, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	// PreBind wrote annotations, so the map exists.
+	patch, err := podPatch(pod.UID, true, map[string]string{devices.BindPhase: devices.BindPhaseFailed}, false, nil)
+	if err == nil {
+		_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Marking the assignment of an unbound pod failed", "pod", klog.KObj(pod), "node", nodeName)
 	}
@@ -76,9 +87,9 @@ func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName str
 	}
 }
 
-// assignmentPatch is the merge patch that hands the pod to the node's
-// device plugin.
-func (p *Plugin) assignmentPatch(nodeName string, fit *nodeFit, now time.Time) ([]byte, error) {
+// assignmentPatch is the pod patch that hands the pod to the node's device
+// plugin.
+func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit, now time.Time) ([]byte, error) {
 	unix := strconv.FormatInt(now.Unix(), 10)
 	annotations := map[string]string{
 		devices.AssignedNode: nodeName,
@@ -96,15 +107,58 @@ func (p *Plugin) assignmentPatch(nodeName string, fit *nodeFit, now time.Time) (
 		annotations[toAllocate] = encoded
 		annotations[allocated] = encoded
 	}
-	patch := map[string]any{
-		"metadata": map[string]any{
-			"annotations": annotations,
-			"labels":      map[string]string{devices.AssignedNode: nodeName},
-		},
-	}
-	data, err := json.Marshal(patch)
+	return podPatch(pod.UID, len(pod.Annotations) > 0, annotations, len(pod.Labels) > 0, map[string]string{devices.AssignedNode: nodeName})
+}
+
+// jsonPatchOp is one RFC 6902 operation. Value is always written: a test
+// against null checks that the path is absent.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
+}
+
+// podPatch is a JSON patch that sets annotations and labels on the pod with
+// the given UID, and on no other pod: it first tests metadata.uid, so the
+// API server refuses it (422) when the pod was deleted and another one took
+// its name. (A merge patch has no precondition; an Update with
+// resourceVersion would fail on any unrelated change to the pod.) JSON
+// patch cannot add a key to a map that does not exist, so when the pod, as
+// the caller knows it, has no annotations (labels), the patch tests that
+// the API server's copy has none either and adds the whole map; otherwise
+// it adds each key. A copy that changed in between makes the patch fail,
+// and the pod is tried again.
+func podPatch(uid types.UID, haveAnnotations bool, annotations map[string]string, haveLabels bool, labels map[string]string) ([]byte, error) {
+	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: uid}}
+	ops = appendMapOps(ops, "/metadata/annotations", haveAnnotations, annotations)
+	ops = appendMapOps(ops, "/metadata/labels", haveLabels, labels)
+	data, err := json.Marshal(ops)
 	if err != nil {
-		return nil, fmt.Errorf("encode assignment patch: %w", err)
+		return nil, fmt.Errorf("encode pod patch: %w", err)
 	}
 	return data, nil
 }
+
+// appendMapOps appends the operations that set kv in the map at path.
+func appendMapOps(ops []jsonPatchOp, path string, exists bool, kv map[string]string) []jsonPatchOp {
+	if len(kv) == 0 {
+		return ops
+	}
+	if !exists {
+		return append(ops,
+			jsonPatchOp{Op: "test", Path: path, Value: nil},
+			jsonPatchOp{Op: "add", Path: path, Value: kv})
+	}
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ops = append(ops, jsonPatchOp{Op: "add", Path: path + "/" + jsonPointerEscaper.Replace(k), Value: kv[k]})
+	}
+	return ops
+}
+
+// jsonPointerEscaper escapes a map key as an RFC 6901 reference token.
+var jsonPointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

@@ -150,3 +150,139 @@ func TestUnreserveBeforePreBindMakesNoAPICall(t *testing.T) {
 		t.Errorf("Unreserve before PreBind made API calls: %v", after[before:])
 	}
 }
+
+// TestPreBindPatchesOnlyThePodItScheduled: the assignment patch carries a
+// precondition on the pod's UID, so a pod deleted and recreated under the
+// same name (a StatefulSet's) between scheduling and PreBind does not get
+// an assignment computed for its predecessor.
+func TestPreBindPatchesOnlyThePodItScheduled(t *testing.T) {
+	tests := []struct {
+		name string
+		// inAPI changes the API server's copy of the scheduled pod.
+		inAPI func(p *corev1.Pod)
+		// scheduled changes the scheduler's copy.
+		scheduled func(p *corev1.Pod)
+		wantErr   bool
+		// wantKept are annotations of the API server's copy that must stay.
+		wantKept map[string]string
+	}{
+		{name: "pod without annotations or labels"},
+		{name: "pod with annotations and labels keeps them",
+			inAPI: func(p *corev1.Pod) {
+				p.Annotations = map[string]string{"team": "a/b", "x~y": "1"}
+				p.Labels = map[string]string{"app": "train"}
+			},
+			scheduled: func(p *corev1.Pod) {
+				p.Annotations = map[string]string{"team": "a/b", "x~y": "1"}
+				p.Labels = map[string]string{"app": "train"}
+			},
+			wantKept: map[string]string{"team": "a/b", "x~y": "1"}},
+		{name: "pod recreated under the same name is not patched",
+			inAPI:   func(p *corev1.Pod) { p.UID = "uid-recreated" },
+			wantErr: true},
+		{name: "annotations added since the scheduler's copy: refused, tried again later",
+			inAPI:    func(p *corev1.Pod) { p.Annotations = map[string]string{"late": "1"} },
+			wantErr:  true,
+			wantKept: map[string]string{"late": "1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			api := gpuPod("p", gpu(1, 1000, 0))
+			api.Annotations = nil
+			if tt.inAPI != nil {
+				tt.inAPI(api)
+			}
+			pod := gpuPod("p", gpu(1, 1000, 0))
+			pod.Annotations = nil
+			if tt.scheduled != nil {
+				tt.scheduled(pod)
+			}
+			h := newHarness(t, nil, eightCardNode("n1"), api)
+			state := h.schedule(pod, "n1")
+			st := h.plugin.PreBind(h.ctx, state, pod, "n1")
+			if st.IsSuccess() == tt.wantErr {
+				t.Fatalf("PreBind = %v, want error %v", st, tt.wantErr)
+			}
+			got, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+			_, assigned := got.Annotations[nvidia.ToAllocateAnnotation]
+			if assigned == tt.wantErr || (got.Labels[devices.AssignedNode] == "n1") == tt.wantErr {
+				t.Errorf("API pod (UID %s) annotations %v, labels %v: assigned = %v, want %v", got.UID, got.Annotations, got.Labels, assigned, !tt.wantErr)
+			}
+			for k, v := range tt.wantKept {
+				if got.Annotations[k] != v {
+					t.Errorf("annotation %s = %q, want %q kept", k, got.Annotations[k], v)
+				}
+			}
+			if !tt.wantErr && tt.scheduled != nil && got.Labels["app"] != "train" {
+				t.Errorf("labels %v lost app=train", got.Labels)
+			}
+			node, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+			if lock, held := node.Annotations[devices.NodeLock]; held == tt.wantErr {
+				t.Errorf("node lock %q held = %v after PreBind, want %v", lock, held, !tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestUnreserveDoesNotFailANamesake: when binding fails after PreBind and
+// the pod has meanwhile been replaced by another of the same name, the
+// bind-phase=failed patch must not reach the new pod.
+func TestUnreserveDoesNotFailANamesake(t *testing.T) {
+	pod := gpuPod("p", gpu(1, 1000, 0))
+	h := newHarness(t, nil, eightCardNode("n1"), pod)
+	state := h.schedule(pod, "n1")
+	if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); !st.IsSuccess() {
+		t.Fatalf("PreBind: %v", st)
+	}
+	if err := h.client.CoreV1().Pods("default").Delete(h.ctx, "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	namesake := gpuPod("p", gpu(1, 1000, 0))
+	namesake.UID = "uid-recreated"
+	namesake.Annotations = map[string]string{devices.BindPhase: devices.BindPhaseAllocating}
+	if _, err := h.client.CoreV1().Pods("default").Create(h.ctx, namesake, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.plugin.Unreserve(h.ctx, state, pod, "n1")
+	got, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+	if phase := got.Annotations[devices.BindPhase]; phase != devices.BindPhaseAllocating {
+		t.Errorf("namesake's bind-phase = %q, want it untouched (%q)", phase, devices.BindPhaseAllocating)
+	}
+	node, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+	if lock, held := node.Annotations[devices.NodeLock]; held {
+		t.Errorf("node lock %q, taken for the unbound pod, still held", lock)
+	}
+}
+
+func TestPodPatch(t *testing.T) {
+	tests := []struct {
+		name            string
+		haveAnnotations bool
+		annotations     map[string]string
+		haveLabels      bool
+		labels          map[string]string
+		want            string
+	}{
+		{name: "keys added to existing maps, escaped", haveAnnotations: true,
+			annotations: map[string]string{devices.BindPhase: "failed", "a~b": "1"},
+			want: `[{"op":"test","path":"/metadata/uid","value":"uid-p"},` +
+				`{"op":"add","path":"/metadata/annotations/a~0b","value":"1"},` +
+				`{"op":"add","path":"/metadata/annotations/hami.io~1bind-phase","value":"failed"}]`},
+		{name: "absent maps are tested absent and added whole",
+			annotations: map[string]string{"k": "v"}, labels: map[string]string{"l": "w"},
+			want: `[{"op":"test","path":"/metadata/uid","value":"uid-p"},` +
+				`{"op":"test","path":"/metadata/annotations","value":null},{"op":"add","path":"/metadata/annotations","value":{"k":"v"}},` +
+				`{"op":"test","path":"/metadata/labels","value":null},{"op":"add","path":"/metadata/labels","value":{"l":"w"}}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := podPatch("uid-p", tt.haveAnnotations, tt.annotations, tt.haveLabels, tt.labels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("patch\n%s\nwant\n%s", got, tt.want)
+			}
+		})
+	}
+}

@@ -13,7 +13,7 @@ import (
 // PreFilter parses the pod's device requests once for the whole cycle.
 // Pods that ask for no managed device are skipped by this plugin.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	requests, asks, err := p.registry.ParsePod(pod)
+	requests, asks, err := p.podRequests(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "invalid device request: "+err.Error())
 	}
@@ -27,17 +27,28 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
 	}
-	for i := range requests {
-		if requests[i].Preferences.Policy == "" {
-			requests[i].Preferences.Policy = devices.CardPolicy(p.args.GPUSchedulerPolicy)
-		}
-	}
 	state.Write(stateKey, &cycleState{
 		requests:   requests,
 		nodePolicy: nodePolicy,
 		fits:       make(map[string]*nodeFit, len(nodes)),
 	})
 	return nil, nil
+}
+
+// podRequests reads the pod's device requests, index-aligned with the
+// registry's vendors, with the default card policy filled in; asks is false
+// when the pod asks for no managed device.
+func (p *Plugin) podRequests(pod *corev1.Pod) (requests []devices.PodRequest, asks bool, err error) {
+	requests, asks, err = p.registry.ParsePod(pod)
+	if err != nil || !asks {
+		return requests, asks, err
+	}
+	for i := range requests {
+		if requests[i].Preferences.Policy == "" {
+			requests[i].Preferences.Policy = devices.CardPolicy(p.args.GPUSchedulerPolicy)
+		}
+	}
+	return requests, true, nil
 }
 
 // nodePolicy is the pod's hami.io/node-scheduler-policy, else the default.

@@ -11,9 +11,13 @@ import (
 // Reserve assumes the cards Filter chose on the node, so the next pod's
 // Filter sees them taken before the API server knows of them.
 func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	_, fit, st := chosenFit(state, nodeName)
+	s, fit, st := chosenFit(state, nodeName)
 	if st != nil {
 		return st
+	}
+	if s == nil {
+		// PreFilter skipped the pod: it takes no card.
+		return nil
 	}
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
@@ -25,17 +29,19 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 // Unreserve forgets the assumed cards when the pod does not get bound and,
 // when PreBind already handed the pod to the node, marks that assignment
 // failed and releases the node lock. It is idempotent and harmless for pods
-// this plugin did not reserve.
+// this plugin did not reserve, and does nothing for pods PreFilter skipped.
 func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) {
+	s, err := readState(state)
+	if err != nil || s == nil {
+		return
+	}
 	p.cache.Forget(pod)
-	if s, err := readState(state); err == nil {
-		s.mu.Lock()
-		handedOver := s.handedOver
-		s.handedOver = ""
-		s.mu.Unlock()
-		if handedOver != "" {
-			p.undoHandOver(ctx, pod, handedOver)
-		}
+	s.mu.Lock()
+	handedOver := s.handedOver
+	s.handedOver = ""
+	s.mu.Unlock()
+	if handedOver != "" {
+		p.undoHandOver(ctx, pod, handedOver)
 	}
 	klog.FromContext(ctx).V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 }

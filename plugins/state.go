@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -25,6 +26,11 @@ type cycleState struct {
 	// removed holds, per node, pods that preemption is simulating away
 	// (PreFilterExtensions.RemovePod), and what they hold.
 	removed map[string]map[types.UID][]devices.Assignment
+	// nominated holds, per node, what pods nominated to it would take
+	// (PreFilterExtensions.AddPod of a pod not placed yet: a preemptor
+	// waiting for its victims to leave), so that this pod does not take the
+	// cards freed for them.
+	nominated map[string]map[types.UID]*nominatedHold
 	// handedOver is the node PreBind locked and wrote the assignment for;
 	// Unreserve then has API state to undo.
 	handedOver string
@@ -42,9 +48,21 @@ type nodeFit struct {
 	single [1]devices.Assignment
 }
 
+// nominatedHold is what a nominated pod, not placed yet, would take on a
+// node, per vendor (index-aligned with the registry's vendors): the
+// assignment Filter would give it there, or blocked when the node's cards
+// cannot hold it yet (the pods it preempts still hold them); then the node
+// has nothing of that vendor to spare for a pod of lower or equal priority.
+// Never modified once recorded.
+type nominatedHold struct {
+	pod         string
+	assignments []devices.Assignment
+	blocked     []bool
+}
+
 // Clone implements fwk.StateData. Filter results are per cycle, so a clone
-// starts with none; the preemption simulation's removals are deep-copied
-// since AddPod/RemovePod change them.
+// starts with none; the simulation's removals and nominated pods are
+// deep-copied since AddPod/RemovePod change them.
 func (s *cycleState) Clone() fwk.StateData {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -63,6 +81,16 @@ func (s *cycleState) Clone() fwk.StateData {
 			c.removed[node] = cp
 		}
 	}
+	if len(s.nominated) > 0 {
+		c.nominated = make(map[string]map[types.UID]*nominatedHold, len(s.nominated))
+		for node, pods := range s.nominated {
+			cp := make(map[types.UID]*nominatedHold, len(pods))
+			for uid, h := range pods {
+				cp[uid] = h
+			}
+			c.nominated[node] = cp
+		}
+	}
 	return c
 }
 
@@ -79,20 +107,24 @@ func (s *cycleState) fit(node string) (*nodeFit, bool) {
 	return f, ok
 }
 
-// removedOn returns the simulated removals on node; the caller must not
-// keep the map past the call that changes it.
-func (s *cycleState) removedOn(node string) map[types.UID][]devices.Assignment {
+// simulatedOn returns the simulated removals and nominated pods on node;
+// the caller must not keep the maps past the call that changes them.
+func (s *cycleState) simulatedOn(node string) (map[types.UID][]devices.Assignment, map[types.UID]*nominatedHold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.removed[node]
+	return s.removed[node], s.nominated[node]
 }
 
 // chosenFit reads the cycle state and Filter's assignment on node, for
-// Reserve and PreBind.
+// Reserve and PreBind. It returns nil, nil, nil when PreFilter skipped the
+// pod: there is nothing to reserve or write.
 func chosenFit(state fwk.CycleState, node string) (*cycleState, *nodeFit, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil {
 		return nil, nil, fwk.AsStatus(err)
+	}
+	if s == nil {
+		return nil, nil, nil
 	}
 	fit, ok := s.fit(node)
 	if !ok {
@@ -101,8 +133,16 @@ func chosenFit(state fwk.CycleState, node string) (*cycleState, *nodeFit, *fwk.S
 	return s, fit, nil
 }
 
+// readState returns the state PreFilter wrote, or nil (and no error) when
+// PreFilter wrote none: it skipped the pod, which asks for no managed
+// device. The framework then leaves out Filter, PreFilterExtensions and,
+// through PreScore's Skip, Score; Reserve, Unreserve and PreBind still run
+// and must find nothing to do, as every extension point does on a nil state.
 func readState(state fwk.CycleState) (*cycleState, error) {
 	data, err := state.Read(stateKey)
+	if errors.Is(err, fwk.ErrNotFound) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s cycle state: %w", Name, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,14 @@ import (
 // for longer than the wait allows.
 var ErrBusy = errors.New("node lock held by another pod")
 
+// MaxClockSkew is how far the clocks of the lock's writers (this scheduler,
+// HAMi's scheduler, device plugins) and the API server may disagree. A lock
+// dated more than MaxClockSkew in the future was written by a wrong clock
+// and would otherwise never expire, so it counts as expired; a holder pod
+// created more than MaxClockSkew after its lock was dated cannot be the pod
+// that took it.
+const MaxClockSkew = time.Minute
+
 // Locker takes and releases node locks through the API server.
 type Locker struct {
 	client kubernetes.Interface
@@ -42,12 +51,52 @@ type Locker struct {
 	// wait here without any API traffic.
 	turnsMu sync.Mutex
 	turns   map[string]chan struct{}
+
+	// written remembers, per node, the lock value this Locker last wrote and
+	// the UID of the pod it wrote it for: the value names the pod only by
+	// namespace/name, which a recreated pod shares.
+	writtenMu sync.Mutex
+	written   map[string]ownLock
+}
+
+// ownLock is a lock value this Locker wrote, and for which pod.
+type ownLock struct {
+	value string
+	uid   types.UID
 }
 
 // New returns a Locker with HAMi's defaults: locks expire after five
 // minutes; Lock waits up to wait for a busy node.
 func New(client kubernetes.Interface, expiry, wait time.Duration) *Locker {
-	return &Locker{client: client, Expiry: expiry, Wait: wait, now: time.Now, turns: map[string]chan struct{}{}}
+	return &Locker{
+		client: client, Expiry: expiry, Wait: wait, now: time.Now,
+		turns:   map[string]chan struct{}{},
+		written: map[string]ownLock{},
+	}
+}
+
+// wroteFor returns the UID of the pod this Locker wrote value for on node,
+// if it wrote that value.
+func (l *Locker) wroteFor(node, value string) (types.UID, bool) {
+	l.writtenMu.Lock()
+	defer l.writtenMu.Unlock()
+	own, ok := l.written[node]
+	if !ok || own.value != value {
+		return "", false
+	}
+	return own.uid, true
+}
+
+// remember records (or, for an empty value, forgets) the lock this Locker
+// wrote on node.
+func (l *Locker) remember(node, value string, uid types.UID) {
+	l.writtenMu.Lock()
+	defer l.writtenMu.Unlock()
+	if value == "" {
+		delete(l.written, node)
+		return
+	}
+	l.written[node] = ownLock{value: value, uid: uid}
 }
 
 // turn returns the node's token channel.
@@ -105,8 +154,10 @@ func Parse(value string) (taken time.Time, namespace, name string, err error) {
 
 // Lock takes the node's lock for pod. It succeeds at once when the node is
 // free, when the pod already holds the lock, when the holder no longer
-// exists, or when the lock is older than Expiry; otherwise it waits, up to
-// Wait, for the holder to release it. Concurrent writers are resolved by
+// exists, or when the lock is older than Expiry (or dated more than
+// MaxClockSkew in the future); otherwise it waits, up to Wait, for the
+// holder to release it. "The pod" is the pod with pod's UID, not just its
+// namespace/name: see mayTake. Concurrent writers are resolved by
 // the node's resourceVersion: the loser gets a conflict and tries again.
 //
 // Binding cycles of this scheduler that want the same node take turns
@@ -135,8 +186,10 @@ func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) err
 			return err
 		}
 		if free {
-			err = l.patchLock(ctx, node, Value(l.now(), pod))
+			value := Value(l.now(), pod)
+			err = l.patchLock(ctx, node, value)
 			if err == nil {
+				l.remember(nodeName, value, pod.UID)
 				logger.V(4).Info("Node lock taken", "node", nodeName, "pod", klog.KObj(pod))
 				return nil
 			}
@@ -157,39 +210,95 @@ func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) err
 var errHeldByPod = errors.New("lock already held by this pod")
 
 // mayTake reports whether the lock on node may be written for pod now.
+//
+// HAMi's rules: a lock may be taken over when it is older than Expiry, when
+// the pod it names no longer exists, or when it names pod itself. The lock
+// names its holder by namespace/name only, so a pod recreated under the same
+// name (a StatefulSet's) looks like its predecessor. What the API server says
+// decides instead:
+//   - a lock naming pod is pod's own only when this Locker wrote that very
+//     value for pod's UID; otherwise it is a predecessor's lock (or one lost
+//     in a restart) and is rewritten with a fresh time rather than inherited;
+//   - a lock naming another pod that exists is that pod's only if the pod can
+//     be its holder (notTheHolder).
+//
+// A lock dated more than MaxClockSkew in the future counts as expired.
 func (l *Locker) mayTake(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (bool, error) {
+	logger := klog.FromContext(ctx)
 	value, held := node.Annotations[devices.NodeLock]
 	if !held {
 		return true, nil
 	}
 	taken, ns, name, err := Parse(value)
 	if err != nil {
-		klog.FromContext(ctx).Info("Taking over a malformed node lock", "node", node.Name, "lock", value, "err", err)
+		logger.Info("Taking over a malformed node lock", "node", node.Name, "lock", value, "err", err)
+		return true, nil
+	}
+	now := l.now()
+	if taken.Sub(now) > MaxClockSkew {
+		logger.Info("Taking over a node lock dated in the future", "node", node.Name, "lock", value, "maxClockSkew", MaxClockSkew)
+		return true, nil
+	}
+	if now.Sub(taken) > l.Expiry {
+		logger.Info("Taking over an expired node lock", "node", node.Name, "lock", value)
 		return true, nil
 	}
 	if ns == pod.Namespace && name == pod.Name {
-		return false, errHeldByPod
-	}
-	if l.now().Sub(taken) > l.Expiry {
-		klog.FromContext(ctx).Info("Taking over an expired node lock", "node", node.Name, "lock", value)
+		if uid, ok := l.wroteFor(node.Name, value); ok && uid == pod.UID {
+			return false, errHeldByPod
+		}
+		logger.V(4).Info("Renewing a node lock that names this pod but was not taken for it", "node", node.Name, "lock", value, "pod", klog.KObj(pod), "uid", pod.UID)
 		return true, nil
 	}
 	if name == "" {
 		return false, nil
 	}
-	_, err = l.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	holder, err := l.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
-		klog.FromContext(ctx).Info("Taking over the node lock of a pod that no longer exists", "node", node.Name, "lock", value)
+		logger.Info("Taking over the node lock of a pod that no longer exists", "node", node.Name, "lock", value)
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("read holder %s/%s of node %s's lock: %w", ns, name, node.Name, err)
 	}
+	if why := l.notTheHolder(holder, node.Name, value, taken); why != "" {
+		logger.Info("Taking over the node lock of a pod that no longer exists", "node", node.Name, "lock", value, "holder", klog.KObj(holder), "uid", holder.UID, "reason", why)
+		return true, nil
+	}
 	return false, nil
 }
 
+// notTheHolder says why the existing pod named by the lock value (dated
+// taken) on node cannot be the pod that took it, or "" when it may be. The
+// lock is taken before the pod's assignment is written, so a pod without
+// one may still be the holder; only facts that rule the pod out count.
+func (l *Locker) notTheHolder(holder *corev1.Pod, node, value string, taken time.Time) string {
+	if uid, ok := l.wroteFor(node, value); ok && uid != holder.UID {
+		return fmt.Sprintf("the lock was taken for UID %s; the pod of that name now has UID %s", uid, holder.UID)
+	}
+	if created := holder.CreationTimestamp.Time; created.After(taken.Add(MaxClockSkew)) {
+		return fmt.Sprintf("the pod of that name was created at %s, after the lock", created.UTC().Format(time.RFC3339))
+	}
+	if holder.Spec.NodeName != "" && holder.Spec.NodeName != node {
+		return "the pod of that name is bound to node " + holder.Spec.NodeName
+	}
+	switch holder.Annotations[devices.BindPhase] {
+	case devices.BindPhaseSuccess:
+		// Only a bound pod's devices are served; it never takes a lock again.
+		return "the pod's devices were already allocated (bind-phase success)"
+	case devices.BindPhaseFailed:
+		// A failed hand-over dated after the lock ended that lock's use;
+		// one dated before it may be an earlier attempt of the holder.
+		if bound, err := strconv.ParseInt(holder.Annotations[devices.BindTime], 10, 64); err == nil && bound > taken.Unix() {
+			return "the pod's hand-over failed after the lock was taken (bind-phase failed)"
+		}
+	}
+	return ""
+}
+
 // Release deletes the node's lock if pod holds it. A lock held by anyone
-// else is left alone.
+// else is left alone, and so is a lock naming pod that this Locker wrote
+// for another pod of the same name (a recreated pod's).
 func (l *Locker) Release(ctx context.Context, nodeName string, pod *corev1.Pod) error {
 	for attempt := 0; attempt < 5; attempt++ {
 		node, err := l.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
@@ -203,7 +312,13 @@ func (l *Locker) Release(ctx context.Context, nodeName string, pod *corev1.Pod) 
 		if _, ns, name, err := Parse(value); err != nil || ns != pod.Namespace || name != pod.Name {
 			return nil
 		}
+		if uid, ok := l.wroteFor(nodeName, value); ok && uid != pod.UID {
+			return nil
+		}
 		err = l.patchLock(ctx, node, "")
+		if err == nil {
+			l.remember(nodeName, "", "")
+		}
 		if err == nil || !apierrors.IsConflict(err) {
 			return err
 		}

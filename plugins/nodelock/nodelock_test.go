@@ -3,6 +3,7 @@ package nodelock
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -37,41 +39,117 @@ func lockAt(age time.Duration, ns, name string) string {
 	return Value(now.Add(-age), pod(ns, name))
 }
 
+// holderPod is a pod with a UID, created at created, optionally bound to
+// node and carrying HAMi's bind annotations (phase, unix bind time).
+func holderPod(name string, uid types.UID, created time.Time, boundTo, phase string, bindTime time.Time) *corev1.Pod {
+	p := pod("default", name)
+	p.UID = uid
+	p.CreationTimestamp = metav1.NewTime(created)
+	p.Spec.NodeName = boundTo
+	if phase != "" {
+		p.Annotations = map[string]string{
+			devices.BindPhase: phase,
+			devices.BindTime:  strconv.FormatInt(bindTime.Unix(), 10),
+		}
+	}
+	return p
+}
+
 func TestLock(t *testing.T) {
-	me := pod("default", "me")
+	me := holderPod("me", "uid-me", now.Add(-time.Hour), "", "", time.Time{})
+	live := func(created time.Time) []runtime.Object {
+		return []runtime.Object{holderPod("other", "uid-other", created, "", "", time.Time{})}
+	}
+	fresh := Value(now, me)
 	tests := []struct {
 		name     string
 		lock     string
 		existing []runtime.Object
-		wantErr  error
-		// wantHolder is the pod named in the lock afterwards.
-		wantHolder string
+		// written seeds what this Locker remembers writing on the node.
+		written *ownLock
+		wantErr error
+		// wantLock is the lock value afterwards.
+		wantLock string
 	}{
-		{name: "free node", wantHolder: "default,me"},
-		{name: "held by the same pod", lock: lockAt(time.Second, "default", "me"), wantHolder: "default,me"},
+		{name: "free node", wantLock: fresh},
+		{name: "held by the same pod: kept as is",
+			lock: lockAt(time.Second, "default", "me"), written: &ownLock{lockAt(time.Second, "default", "me"), "uid-me"},
+			wantLock: lockAt(time.Second, "default", "me")},
+		{name: "named after this pod but taken for an earlier pod of the same name: renewed, not inherited",
+			lock: lockAt(time.Second, "default", "me"), written: &ownLock{lockAt(time.Second, "default", "me"), "uid-old"},
+			wantLock: fresh},
+		{name: "named after this pod, not written by this scheduler: renewed",
+			lock: lockAt(4*time.Minute, "default", "me"), wantLock: fresh},
+		{name: "own expired lock is renewed",
+			lock: lockAt(10*time.Minute, "default", "me"), written: &ownLock{lockAt(10*time.Minute, "default", "me"), "uid-me"},
+			wantLock: fresh},
 		{name: "expired lock is taken over", lock: lockAt(10*time.Minute, "default", "other"),
-			existing: []runtime.Object{pod("default", "other")}, wantHolder: "default,me"},
-		{name: "holder no longer exists", lock: lockAt(time.Second, "default", "gone"), wantHolder: "default,me"},
+			existing: live(now.Add(-time.Hour)), wantLock: fresh},
+		{name: "holder no longer exists", lock: lockAt(time.Second, "default", "gone"), wantLock: fresh},
 		{name: "fresh lock of a live pod is busy", lock: lockAt(time.Second, "default", "other"),
-			existing: []runtime.Object{pod("default", "other")}, wantErr: ErrBusy, wantHolder: "default,other"},
+			existing: live(now.Add(-time.Hour)), wantErr: ErrBusy, wantLock: lockAt(time.Second, "default", "other")},
+		{name: "holder recreated under the same name (UID this scheduler locked for differs)",
+			lock: lockAt(time.Second, "default", "other"), written: &ownLock{lockAt(time.Second, "default", "other"), "uid-earlier"},
+			existing: live(now.Add(-time.Hour)), wantLock: fresh},
+		{name: "lock this scheduler took for the live holder's UID is busy",
+			lock: lockAt(time.Second, "default", "other"), written: &ownLock{lockAt(time.Second, "default", "other"), "uid-other"},
+			existing: live(now.Add(-time.Hour)), wantErr: ErrBusy, wantLock: lockAt(time.Second, "default", "other")},
+		{name: "holder created after the lock (beyond the clock skew) is a namesake",
+			lock: lockAt(3*time.Minute, "default", "other"), existing: live(now.Add(-time.Minute)), wantLock: fresh},
+		{name: "holder created after the lock within the clock skew may be the holder",
+			lock: lockAt(30*time.Second, "default", "other"), existing: live(now.Add(-10 * time.Second)),
+			wantErr: ErrBusy, wantLock: lockAt(30*time.Second, "default", "other")},
+		{name: "holder bound to another node",
+			lock:     lockAt(time.Second, "default", "other"),
+			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "n2", devices.BindPhaseAllocating, now)},
+			wantLock: fresh},
+		{name: "holder bound here and still allocating is busy",
+			lock:     lockAt(time.Second, "default", "other"),
+			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "n1", devices.BindPhaseAllocating, now)},
+			wantErr:  ErrBusy, wantLock: lockAt(time.Second, "default", "other")},
+		{name: "holder already served (bind-phase success)",
+			lock:     lockAt(time.Second, "default", "other"),
+			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "n1", devices.BindPhaseSuccess, now)},
+			wantLock: fresh},
+		{name: "holder's hand-over failed after the lock",
+			lock:     lockAt(time.Minute, "default", "other"),
+			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "", devices.BindPhaseFailed, now.Add(-30*time.Second))},
+			wantLock: fresh},
+		{name: "holder's failure predates the lock (a retry holding it) is busy",
+			lock:     lockAt(time.Second, "default", "other"),
+			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "", devices.BindPhaseFailed, now.Add(-time.Minute))},
+			wantErr:  ErrBusy, wantLock: lockAt(time.Second, "default", "other")},
+		{name: "lock dated beyond the clock skew in the future is stale",
+			lock: lockAt(-2*time.Minute, "default", "other"), existing: live(now.Add(-time.Hour)), wantLock: fresh},
+		{name: "lock dated within the clock skew in the future is busy",
+			lock: lockAt(-30*time.Second, "default", "other"), existing: live(now.Add(-time.Hour)),
+			wantErr: ErrBusy, wantLock: lockAt(-30*time.Second, "default", "other")},
+		{name: "legacy lock dated in the future is stale", lock: now.Add(time.Hour).Format(time.RFC3339), wantLock: fresh},
 		{name: "fresh legacy lock without holder is busy", lock: now.Add(-time.Second).Format(time.RFC3339),
-			wantErr: ErrBusy},
-		{name: "expired legacy lock is taken over", lock: now.Add(-time.Hour).Format(time.RFC3339), wantHolder: "default,me"},
-		{name: "malformed lock is taken over", lock: "yesterday-ish", wantHolder: "default,me"},
+			wantErr: ErrBusy, wantLock: now.Add(-time.Second).Format(time.RFC3339)},
+		{name: "expired legacy lock is taken over", lock: now.Add(-time.Hour).Format(time.RFC3339), wantLock: fresh},
+		{name: "malformed lock is taken over", lock: "yesterday-ish", wantLock: fresh},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client := fake.NewClientset(append(tt.existing, node(tt.lock))...)
 			l := New(client, 5*time.Minute, 0)
 			l.now = func() time.Time { return now }
+			if tt.written != nil {
+				l.written["n1"] = *tt.written
+			}
 			err := l.Lock(context.Background(), "n1", me)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Lock err = %v, want %v", err, tt.wantErr)
 			}
 			n, _ := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
-			got := n.Annotations[devices.NodeLock]
-			if tt.wantHolder != "" && !strings.HasSuffix(got, ","+tt.wantHolder) {
-				t.Errorf("lock = %q, want held by %s", got, tt.wantHolder)
+			if got := n.Annotations[devices.NodeLock]; got != tt.wantLock {
+				t.Errorf("lock = %q, want %q", got, tt.wantLock)
+			}
+			if err == nil {
+				if uid, ok := l.wroteFor("n1", tt.wantLock); tt.wantLock == fresh && (!ok || uid != me.UID) {
+					t.Errorf("Locker remembers %q for %q, want %q", uid, tt.wantLock, me.UID)
+				}
 			}
 		})
 	}
@@ -122,12 +200,18 @@ func TestLockStopsWithContext(t *testing.T) {
 }
 
 func TestRelease(t *testing.T) {
+	me := pod("default", "me")
+	me.UID = "uid-me"
+	mine := Value(now, me)
 	tests := []struct {
 		name     string
 		lock     string
+		written  *ownLock
 		wantLock bool
 	}{
-		{name: "own lock is deleted", lock: Value(now, pod("default", "me")), wantLock: false},
+		{name: "own lock is deleted", lock: mine, wantLock: false},
+		{name: "own lock written for this UID is deleted", lock: mine, written: &ownLock{mine, "uid-me"}, wantLock: false},
+		{name: "lock written for another pod of the same name is kept", lock: mine, written: &ownLock{mine, "uid-newer"}, wantLock: true},
 		{name: "another pod's lock is kept", lock: Value(now, pod("default", "other")), wantLock: true},
 		{name: "legacy lock is kept", lock: now.Format(time.RFC3339), wantLock: true},
 		{name: "no lock", lock: "", wantLock: false},
@@ -135,12 +219,19 @@ func TestRelease(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client := fake.NewClientset(node(tt.lock))
-			if err := New(client, time.Minute, 0).Release(context.Background(), "n1", pod("default", "me")); err != nil {
+			l := New(client, time.Minute, 0)
+			if tt.written != nil {
+				l.written["n1"] = *tt.written
+			}
+			if err := l.Release(context.Background(), "n1", me); err != nil {
 				t.Fatal(err)
 			}
 			n, _ := client.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
 			if _, held := n.Annotations[devices.NodeLock]; held != tt.wantLock {
 				t.Errorf("lock present = %v, want %v", held, tt.wantLock)
+			}
+			if _, remembered := l.wroteFor("n1", tt.lock); !tt.wantLock && remembered {
+				t.Error("Locker still remembers a released lock")
 			}
 		})
 	}
