@@ -68,7 +68,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 func releaseRemoved(cards []devices.Card, used []devices.Usage, removed map[types.UID][]devices.Assignment, vi int) {
 	for _, assignments := range removed {
 		if vi < len(assignments) {
-			devices.ApplyGrants(cards, used, assignments[vi], false)
+			devices.ApplyGrants(cards, used, assignments[vi], 0, false) // TODO(lead): pass the pod's init container count
 		}
 	}
 }

@@ -4,6 +4,7 @@ package nvidia
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -48,6 +49,7 @@ type Vendor struct {
 	defaultMemory int32
 	defaultCores  int32
 	defaultCount  int32
+	memoryFactor  int32
 }
 
 var _ devices.Vendor = &Vendor{}
@@ -68,6 +70,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 		defaultMemory: cfg.DefaultMemoryMiB,
 		defaultCores:  cfg.DefaultCores,
 		defaultCount:  cfg.CardCountDefault(),
+		memoryFactor:  cfg.MemoryFactor,
 	}
 	return v, nil
 }
@@ -123,16 +126,16 @@ func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
 	return oldOK != newOK || oq.Cmp(nq) != 0
 }
 
-// ParsePod implements devices.Vendor.
+// ParsePod implements devices.Vendor. Like HAMi, a container whose
+// quantities cannot be read asks for no card rather than failing the pod
+// (see parseContainer); preference annotations with values HAMi does not
+// know fall back to HAMi's defaults.
 func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	var req devices.PodRequest
 	containers := devices.Containers(pod)
 	asked := false
 	for _, c := range containers {
-		r, err := v.parseContainer(c)
-		if err != nil {
-			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-		}
+		r := v.parseContainer(c)
 		if !r.IsZero() {
 			asked = true
 		}
@@ -141,34 +144,40 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if !asked {
 		return devices.PodRequest{}, nil
 	}
-	prefs, err := parsePreferences(pod.Annotations)
-	if err != nil {
-		return devices.PodRequest{}, err
-	}
-	req.Preferences = prefs
+	req.Inits = len(pod.Spec.InitContainers)
+	req.Preferences = parsePreferences(pod.Annotations)
 	return req, nil
 }
 
-// parseContainer reads one container's request, limits before requests.
-func (v *Vendor) parseContainer(c *corev1.Container) (devices.Request, error) {
-	count, ok, err := quantity(c, v.names.Count)
-	if err != nil || !ok || count == 0 {
-		return devices.Request{}, err
+// parseContainer reads one container's request, limits before requests, as
+// HAMi's GenerateResourceRequests does:
+//   - a count that is not a whole number in 1..2^31-1 asks for no card;
+//   - gpumem is multiplied by memoryFactor; a gpumem that is not a whole
+//     number, is negative or exceeds (2^31-1)/memoryFactor makes the
+//     container ask for no card;
+//   - a gpumem-percentage that is not a whole number or is <= 0 is ignored,
+//     above 100 it is 100;
+//   - without gpumem and percentage the memory is defaultMemory (not
+//     multiplied), else the whole card;
+//   - gpucores that are not a whole number are ignored (defaultCores).
+//     Negative gpucores are ignored too, where HAMi would grant negative
+//     cores that corrupt the card's accounting.
+func (v *Vendor) parseContainer(c *corev1.Container) devices.Request {
+	count, ok := wholeQuantity(c, v.names.Count)
+	if !ok || count <= 0 || count > math.MaxInt32 {
+		return devices.Request{}
 	}
-	r := devices.Request{Count: count, Cores: v.defaultCores}
-	mem, memOK, err := quantity(c, v.names.Memory)
-	if err != nil {
-		return devices.Request{}, err
+	r := devices.Request{Count: int32(count), Cores: v.defaultCores}
+	if q, present := lookup(c, v.names.Memory); present {
+		mem, exact := q.AsInt64()
+		factor := max(int64(v.memoryFactor), 1)
+		if !exact || mem < 0 || mem > math.MaxInt32/factor {
+			return devices.Request{}
+		}
+		r.MemoryMiB = int32(mem * factor)
 	}
-	if memOK {
-		r.MemoryMiB = mem
-	}
-	pct, pctOK, err := quantity(c, v.names.MemoryPercentage)
-	if err != nil {
-		return devices.Request{}, err
-	}
-	if pctOK && pct > 0 {
-		r.MemoryPercent = min(pct, 100)
+	if pct, ok := wholeQuantity(c, v.names.MemoryPercentage); ok && pct > 0 {
+		r.MemoryPercent = int32(min(pct, 100))
 	}
 	if r.MemoryMiB == 0 && r.MemoryPercent == 0 {
 		if v.defaultMemory > 0 {
@@ -177,23 +186,35 @@ func (v *Vendor) parseContainer(c *corev1.Container) (devices.Request, error) {
 			r.MemoryPercent = 100
 		}
 	}
-	cores, coresOK, err := quantity(c, v.names.Cores)
-	if err != nil {
-		return devices.Request{}, err
+	if cores, ok := wholeQuantity(c, v.names.Cores); ok && cores >= 0 {
+		r.Cores = int32(min(cores, math.MaxInt32))
 	}
-	if coresOK {
-		r.Cores = cores
-	}
-	return r, nil
+	return r
 }
 
-// quantity reads a whole, non-negative resource quantity from limits, then
-// requests.
-func quantity(c *corev1.Container, name corev1.ResourceName) (int32, bool, error) {
+// lookup finds a resource in the limits, then the requests.
+func lookup(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
 	q, ok := c.Resources.Limits[name]
 	if !ok {
 		q, ok = c.Resources.Requests[name]
 	}
+	return q, ok
+}
+
+// wholeQuantity reads a resource as a whole number; ok is false when it is
+// absent or not a whole number.
+func wholeQuantity(c *corev1.Container, name corev1.ResourceName) (int64, bool) {
+	q, ok := lookup(c, name)
+	if !ok {
+		return 0, false
+	}
+	return q.AsInt64()
+}
+
+// quantity reads a whole, non-negative resource quantity from limits, then
+// requests; the admission webhook refuses anything else.
+func quantity(c *corev1.Container, name corev1.ResourceName) (int32, bool, error) {
+	q, ok := lookup(c, name)
 	if !ok {
 		return 0, false, nil
 	}
@@ -204,7 +225,11 @@ func quantity(c *corev1.Container, name corev1.ResourceName) (int32, bool, error
 	return int32(v), true, nil
 }
 
-func parsePreferences(annotations map[string]string) (devices.Preferences, error) {
+// parsePreferences reads the pod's card annotations. As in HAMi, a
+// numa-bind value that is not a true boolean means no binding, and the card
+// policy is kept as written (FitPod orders unknown words as spread).
+// Invalid scoring weights make the pod fit no node (Preferences.Invalid).
+func parsePreferences(annotations map[string]string) devices.Preferences {
 	p := devices.Preferences{
 		UseModels:   upperList(annotations[UseModelAnnotation]),
 		AvoidModels: upperList(annotations[AvoidModelAnnotation]),
@@ -214,37 +239,29 @@ func parsePreferences(annotations map[string]string) (devices.Preferences, error
 	}
 	if s, ok := annotations[NUMABindAnnotation]; ok {
 		bind, err := strconv.ParseBool(s)
+		p.NUMABind = err == nil && bind
+	}
+	if policy, ok := annotations[devices.CardPolicyAnnotation]; ok {
+		p.Policy = devices.CardPolicy(policy)
+		if policy == "" {
+			// HAMi orders by an empty policy as by spread; an empty Policy
+			// would take the scheduler's default instead.
+			p.Policy = devices.CardSpread
+		}
+		for _, item := range trimmedList(policy) {
+			if item == string(devices.CardMutex) {
+				p.Exclusive = true
+			}
+		}
+	}
+	if s, ok := annotations[devices.ScoringWeightsAnnotation]; ok {
+		w, err := devices.ParseScoringWeights(s)
 		if err != nil {
-			return devices.Preferences{}, fmt.Errorf("annotation %s=%q is not true or false", NUMABindAnnotation, s)
+			p.Invalid = err.Error()
 		}
-		p.NUMABind = bind
+		p.Weights = w
 	}
-	if err := applyCardPolicy(&p, annotations[devices.CardPolicyAnnotation]); err != nil {
-		return devices.Preferences{}, err
-	}
-	return p, nil
-}
-
-// applyCardPolicy reads hami.io/gpu-scheduler-policy: a comma-separated
-// chain of binpack or spread (card order), numa (all cards of a container
-// on one NUMA node), mutex (cards nobody else uses) and topology-aware
-// (accepted; placement falls back to the card order until topology scores
-// are used).
-func applyCardPolicy(p *devices.Preferences, value string) error {
-	for _, item := range trimmedList(value) {
-		switch item {
-		case string(devices.CardBinpack), string(devices.CardSpread):
-			p.Policy = devices.CardPolicy(item)
-		case "numa":
-			p.NUMABind = true
-		case "mutex":
-			p.Exclusive = true
-		case "topology-aware":
-		default:
-			return fmt.Errorf("annotation %s=%q: %q is not one of binpack, spread, numa, mutex, topology-aware", devices.CardPolicyAnnotation, value, item)
-		}
-	}
-	return nil
+	return p
 }
 
 func trimmedList(s string) []string {

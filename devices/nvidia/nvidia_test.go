@@ -256,7 +256,7 @@ func TestParsePod(t *testing.T) {
 				{Count: 1, MemoryMiB: 1000},
 				{},
 				{Count: 2, MemoryPercent: 100, Cores: 25},
-			}},
+			}, Inits: 1},
 		},
 		{
 			name: "pod asking nothing",
@@ -307,8 +307,9 @@ func TestParsePod(t *testing.T) {
 			pod: pod(map[string]string{devices.CardPolicyAnnotation: "binpack, numa,mutex,topology-aware"},
 				limits("main", "nvidia.com/gpu", "1")),
 			want: devices.PodRequest{
-				Containers:  []devices.Request{{Count: 1, MemoryPercent: 100}},
-				Preferences: devices.Preferences{Policy: devices.CardBinpack, NUMABind: true, Exclusive: true},
+				Containers: []devices.Request{{Count: 1, MemoryPercent: 100}},
+				// numa is a sort key, not a binding; the chain is kept as written.
+				Preferences: devices.Preferences{Policy: "binpack, numa,mutex,topology-aware", Exclusive: true},
 			},
 		},
 		{
@@ -324,52 +325,158 @@ func TestParsePod(t *testing.T) {
 			name: "empty preference annotations",
 			pod: pod(map[string]string{UseModelAnnotation: "", AvoidUUIDAnnotation: " , ", devices.CardPolicyAnnotation: ""},
 				limits("main", "nvidia.com/gpu", "1")),
+			// An empty policy orders as spread in HAMi, whatever the default.
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{Policy: devices.CardSpread}},
+		},
+		// Quantities HAMi cannot read make the container ask for no card (or
+		// are ignored); they never fail the pod.
+		{
+			name: "fractional count asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1.5")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "negative count asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "-1")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "count beyond 32 bits asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "4294967297")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "count from requests when limits lack it",
+			pod: pod(nil, corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")},
+			}}),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 2, MemoryPercent: 100}}},
+		},
+		{
+			name: "negative gpumem asks nothing",
+			pod:  pod(nil, limits("worker", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "-1")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "gpumem beyond 32 bits asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3Gi")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "fractional gpumem asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000.5")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "bad gpumem in one container leaves the others",
+			pod: pod(nil, limits("a", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "-5"),
+				limits("b", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "100")),
+			want: devices.PodRequest{Containers: []devices.Request{{}, {Count: 1, MemoryMiB: 100}}},
+		},
+		{
+			name: "fractional gpumem-percentage is ignored",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "12.5")),
 			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}},
 		},
 		{
-			name:    "fractional count",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1.5")),
-			wantErr: []string{"container main", "nvidia.com/gpu", "not a whole number"},
+			name: "gpumem-percentage 0 is ignored",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "0")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}},
 		},
 		{
-			name:    "negative count",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "-1")),
-			wantErr: []string{"container main", "nvidia.com/gpu -1"},
+			name: "gpumem-percentage above 100 is 100",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "150")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}},
 		},
 		{
-			name:    "negative gpumem",
-			pod:     pod(nil, limits("worker", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "-1")),
-			wantErr: []string{"container worker", "nvidia.com/gpumem -1"},
+			name: "fractional gpucores take the default cores",
+			cfg:  devices.Config{DefaultCores: 20},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "0.5")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100, Cores: 20}}},
 		},
 		{
-			name:    "gpumem beyond 32 bits",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3Gi")),
-			wantErr: []string{"nvidia.com/gpumem 3Gi", "between 0 and 2147483647"},
+			name: "negative gpucores take the default cores",
+			cfg:  devices.Config{DefaultCores: 20},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "-30")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100, Cores: 20}}},
 		},
 		{
-			name:    "fractional gpumem-percentage",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "12.5")),
-			wantErr: []string{"nvidia.com/gpumem-percentage"},
+			name: "bad quantity in an init container",
+			pod: &corev1.Pod{Spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{limits("init", "nvidia.com/gpu", "1.5")},
+				Containers:     []corev1.Container{limits("main", "nvidia.com/gpu", "1")},
+			}},
+			want: devices.PodRequest{Containers: []devices.Request{{}, {Count: 1, MemoryPercent: 100}}, Inits: 1},
+		},
+		// memoryFactor multiplies gpumem only.
+		{
+			name: "memoryFactor multiplies gpumem",
+			cfg:  devices.Config{MemoryFactor: 3},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 3000}}},
 		},
 		{
-			name:    "fractional gpucores",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "0.5")),
-			wantErr: []string{"nvidia.com/gpucores 500m"},
+			name: "memoryFactor 1 leaves gpumem",
+			cfg:  devices.Config{MemoryFactor: 1},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 1000}}},
 		},
 		{
-			name:    "bad quantity in an init container",
-			pod:     &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{limits("init", "nvidia.com/gpu", "1.5")}}},
-			wantErr: []string{"container init", "nvidia.com/gpu"},
+			name: "memoryFactor: largest gpumem that stays within 32 bits",
+			cfg:  devices.Config{MemoryFactor: 3},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "715827882")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 2147483646}}},
 		},
 		{
-			name:    "bad numa-bind value",
-			pod:     pod(map[string]string{NUMABindAnnotation: "yes please"}, limits("main", "nvidia.com/gpu", "1")),
-			wantErr: []string{"nvidia.com/numa-bind", `"yes please"`},
+			name: "memoryFactor: gpumem that would overflow asks nothing",
+			cfg:  devices.Config{MemoryFactor: 3},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "715827883")),
+			want: devices.PodRequest{},
 		},
 		{
-			name:    "bad gpu-scheduler-policy value",
-			pod:     pod(map[string]string{devices.CardPolicyAnnotation: "packed"}, limits("main", "nvidia.com/gpu", "1")),
-			wantErr: []string{"hami.io/gpu-scheduler-policy", `"packed"`},
+			name: "memoryFactor does not multiply gpumem-percentage",
+			cfg:  devices.Config{MemoryFactor: 3},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "30")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 30}}},
+		},
+		{
+			name: "memoryFactor does not multiply the default memory",
+			cfg:  devices.Config{MemoryFactor: 3, DefaultMemoryMiB: 2048},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 2048}}},
+		},
+		// Annotation values HAMi does not know fall back to its defaults.
+		{
+			name: "numa-bind not a boolean: no binding",
+			pod:  pod(map[string]string{NUMABindAnnotation: "yes please"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}},
+		},
+		{
+			name: "numa-bind 1 is true (strconv.ParseBool)",
+			pod:  pod(map[string]string{NUMABindAnnotation: "1"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{NUMABind: true}},
+		},
+		{
+			name: "unknown gpu-scheduler-policy kept as written",
+			pod:  pod(map[string]string{devices.CardPolicyAnnotation: "packed"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{Policy: "packed"}},
+		},
+		{
+			name: "mutex anywhere in the chain is exclusive",
+			pod:  pod(map[string]string{devices.CardPolicyAnnotation: "spread , mutex"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{Policy: "spread , mutex", Exclusive: true}},
+		},
+		{
+			name: "scoring weights",
+			pod:  pod(map[string]string{devices.ScoringWeightsAnnotation: " memory=3, slot=1 ,core=0"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{Weights: devices.ScoringWeights{Slot: 1, Memory: 3}}},
+		},
+		{
+			name: "invalid scoring weights make the pod fit nowhere",
+			pod:  pod(map[string]string{devices.ScoringWeightsAnnotation: "slot=1,core=1"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{
+				Invalid: `annotation hami.io/device-scoring-weights="slot=1,core=1": want slot=N,core=N,memory=N`,
+			}},
 		},
 	}
 	for _, tt := range tests {
@@ -407,7 +514,7 @@ func TestParsePodThenFit(t *testing.T) {
 		annotations map[string]string
 		want        string // UUID picked; empty: rejected
 	}{
-		{name: "no preference", want: "GPU-0"},
+		{name: "no preference", want: "GPU-1"},
 		{name: "use model, lower case", annotations: map[string]string{UseModelAnnotation: "tesla"}, want: "GPU-1"},
 		{name: "use model, mixed case", annotations: map[string]string{UseModelAnnotation: "h100,TeSlA t4"}, want: "GPU-1"},
 		{name: "avoid model", annotations: map[string]string{AvoidModelAnnotation: "a100"}, want: "GPU-1"},
