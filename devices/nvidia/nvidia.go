@@ -3,6 +3,7 @@
 package nvidia
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
@@ -16,7 +17,11 @@ import (
 
 // Annotation keys of the NVIDIA vendor.
 const (
-	RegisterAnnotation   = "hami.io/node-nvidia-register"
+	RegisterAnnotation = "hami.io/node-nvidia-register"
+	// ScoreAnnotation holds the topology scores between the node's cards
+	// (written with the register annotation when the device plugin runs
+	// with ENABLE_TOPOLOGY_SCORE=true).
+	ScoreAnnotation      = "hami.io/node-nvidia-score"
 	ToAllocateAnnotation = "hami.io/vgpu-devices-to-allocate"
 	AllocatedAnnotation  = "hami.io/vgpu-devices-allocated"
 
@@ -111,13 +116,44 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	if q, ok := node.Status.Allocatable[v.names.Count]; !ok || q.Sign() <= 0 {
 		return nil, fmt.Errorf("allocatable %s is 0: the device plugin is not serving", v.names.Count)
 	}
+	if raw, ok := node.Annotations[ScoreAnnotation]; ok {
+		// HAMi registers no card at all when the scores do not parse.
+		if err := applyLinkScores(cards, raw); err != nil {
+			return nil, err
+		}
+	}
 	devices.ApplyCordon(cards, node.Annotations[devices.DeviceCordon])
 	return cards, nil
+}
+
+// linkScores is one element of the score annotation.
+type linkScores struct {
+	UUID  string         `json:"uuid"`
+	Score map[string]int `json:"score"`
+}
+
+// applyLinkScores sets each card's Links from the first entry that names
+// it in a hami.io/node-nvidia-score value.
+func applyLinkScores(cards []devices.Card, raw string) error {
+	var all []linkScores
+	if err := json.Unmarshal([]byte(raw), &all); err != nil {
+		return fmt.Errorf("%s is not a JSON array of {uuid, score}: %v", ScoreAnnotation, err)
+	}
+	for i := range cards {
+		for _, ls := range all {
+			if ls.UUID == cards[i].UUID {
+				cards[i].Links = devices.EncodeLinks(ls.Score)
+				break
+			}
+		}
+	}
+	return nil
 }
 
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
 	if old.Annotations[RegisterAnnotation] != updated.Annotations[RegisterAnnotation] ||
+		old.Annotations[ScoreAnnotation] != updated.Annotations[ScoreAnnotation] ||
 		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon] {
 		return true
 	}

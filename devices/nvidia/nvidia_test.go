@@ -589,6 +589,38 @@ func TestInventory(t *testing.T) {
 			},
 		},
 		{
+			name: "topology scores: first entry per card, unknown cards ignored",
+			node: node(map[string]string{
+				RegisterAnnotation: twoCardInventory,
+				ScoreAnnotation: `[{"uuid":"GPU-0","score":{"GPU-1":50,"GPU-9":7}},{"uuid":"GPU-0","score":{"GPU-1":1}},` +
+					`{"uuid":"GPU-1","score":{"GPU-0":40}},{"uuid":"GPU-7","score":{"GPU-0":3}}]`,
+			}, res("nvidia.com/gpu", "20")),
+			want: []devices.Card{
+				{UUID: "GPU-0", Split: 10, MemoryMiB: 16000, Cores: 100, Model: "NVIDIA-A100-SXM4-40GB", Mode: "hami-core", Healthy: true, Links: "GPU-1=50,GPU-9=7"},
+				{UUID: "GPU-1", Index: 1, Split: 10, MemoryMiB: 16000, Cores: 100, Model: "NVIDIA-Tesla T4", Mode: "hami-core", Healthy: true, Links: "GPU-0=40"},
+			},
+		},
+		{
+			name: "topology scores: a card without an entry has no links",
+			node: node(map[string]string{RegisterAnnotation: docJSONInventory, ScoreAnnotation: `[]`}, res("nvidia.com/gpu", "10")),
+			want: []devices.Card{docCard},
+		},
+		{
+			name:    "topology scores that do not parse: no card at all, as in HAMi",
+			node:    node(map[string]string{RegisterAnnotation: docJSONInventory, ScoreAnnotation: `{"uuid":"GPU-0a"}`}, res("nvidia.com/gpu", "10")),
+			wantErr: []string{"hami.io/node-nvidia-score", "JSON array"},
+		},
+		{
+			name:    "topology scores present but empty: no card at all, as in HAMi",
+			node:    node(map[string]string{RegisterAnnotation: docJSONInventory, ScoreAnnotation: ""}, res("nvidia.com/gpu", "10")),
+			wantErr: []string{"hami.io/node-nvidia-score"},
+		},
+		{
+			name:    "topology score not an integer",
+			node:    node(map[string]string{RegisterAnnotation: docJSONInventory, ScoreAnnotation: `[{"uuid":"GPU-0a","score":{"GPU-1":1.5}}]`}, res("nvidia.com/gpu", "10")),
+			wantErr: []string{"hami.io/node-nvidia-score"},
+		},
+		{
 			name:    "garbage",
 			node:    node(map[string]string{RegisterAnnotation: "garbage"}, res("nvidia.com/gpu", "10")),
 			wantErr: []string{"hami.io/node-nvidia-register"},
@@ -659,6 +691,7 @@ func TestInventoryChanged(t *testing.T) {
 		{name: "same count, other notation", change: func(n *corev1.Node) { n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("1e1") }, want: false},
 		{name: "register annotation", change: func(n *corev1.Node) { n.Annotations[RegisterAnnotation] = docLegacyInventory }, want: true},
 		{name: "register annotation removed", change: func(n *corev1.Node) { delete(n.Annotations, RegisterAnnotation) }, want: true},
+		{name: "topology scores added", change: func(n *corev1.Node) { n.Annotations[ScoreAnnotation] = "[]" }, want: true},
 		{name: "cordon", change: func(n *corev1.Node) { n.Annotations[devices.DeviceCordon] = "GPU-0a" }, want: true},
 		{name: "allocatable count", change: func(n *corev1.Node) { n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("0") }, want: true},
 		{name: "allocatable count removed", change: func(n *corev1.Node) { delete(n.Status.Allocatable, "nvidia.com/gpu") }, want: true},
@@ -1047,7 +1080,7 @@ func FuzzInventory(f *testing.F) {
 			cordonedIDs[strings.TrimSpace(id)] = true
 		}
 		for _, c := range cards {
-			if c.UUID == "" || c.Split < 0 || c.MemoryMiB < 0 || c.Cores < 0 || c.NUMA < 0 || c.Index < 0 {
+			if c.UUID == "" || c.Index < 0 || (c.Healthy && (c.Split < 0 || c.MemoryMiB < 0 || c.Cores < 0)) {
 				t.Fatalf("Inventory(%q) returned an invalid card %+v", register, c)
 			}
 			if c.Cordoned != cordonedIDs[c.UUID] {
