@@ -145,7 +145,7 @@ func parseCardPolicy(policy string, numaBind bool) cardPolicy {
 	}
 	p.chained = strings.Contains(policy, ",") || policy == string(CardNUMA)
 	if !p.chained {
-		p.nkeys = 0
+		p.keys, p.nkeys = [3]sortKey{}, 0
 		switch CardPolicy(policy) {
 		case CardBinpack:
 			p.single = singleBinpack
