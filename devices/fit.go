@@ -119,7 +119,7 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 		order = append(order, i)
 	}
 	scores = scores[:len(cards)]
-	f := fitter{vendor: vendor, cards: cards, prefs: p, policy: pol, weights: p.Weights.orDefault(), order: order, scores: scores}
+	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault()}
 
 	a := make(Assignment, len(req.Containers))
 	inits := max(min(req.Inits, len(req.Containers)), 0)
@@ -130,7 +130,7 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 		for j := range order {
 			order[j] = j
 		}
-		grants, rej := f.fitContainer(used, &r)
+		grants, rej := f.fitContainer(cards, order, scores, used, &r)
 		if rej != nil {
 			rej.Container = i
 			return nil, rej
@@ -158,7 +158,7 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 			continue
 		}
 		i := inits + k
-		grants, rej := f.fitContainer(used, &r)
+		grants, rej := f.fitContainer(cards, order, scores, used, &r)
 		if rej != nil {
 			rej.Container = i
 			return nil, rej
@@ -180,29 +180,24 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 // fitter holds what stays the same for every container of one pod.
 type fitter struct {
 	vendor  string
-	cards   []Card
 	prefs   *Preferences
 	policy  cardPolicy
 	weights ScoringWeights
-	// order is the card indexes in the order of the last sort; scores are
-	// by card index.
-	order  []int
-	scores []float32
 }
 
 // fitContainer picks r.Count distinct cards for one container: it scores
-// and sorts the cards, then walks them from the last backwards.
-func (f *fitter) fitContainer(used []Usage, r *Request) ([]Grant, *Rejection) {
-	cards := f.cards
+// and sorts the cards, then walks them from the last backwards. order holds
+// the card indexes in the order of the previous sort and is sorted in
+// place; scores is scratch space, one per card.
+func (f *fitter) fitContainer(cards []Card, order []int, scores []float32, used []Usage, r *Request) ([]Grant, *Rejection) {
 	if int(r.Count) > len(cards) {
 		// HAMi checks the count against the node's cards before fitting.
 		return nil, &Rejection{Cards: len(cards), Wanted: r.Count}
 	}
 	for i := range cards {
-		f.scores[i] = cardScore(f.vendor, &cards[i], used[i], r, f.weights)
+		scores[i] = cardScore(f.vendor, &cards[i], used[i], r, f.weights)
 	}
-	s := cardSorter{order: f.order, cards: cards, used: used, scores: f.scores, policy: f.policy}
-	s.sort()
+	sortCards(order, cards, used, scores, f.policy)
 
 	p, pol := f.prefs, &f.policy
 	var counts [numReasons]int32
@@ -216,8 +211,8 @@ func (f *fitter) fitContainer(used []Usage, r *Request) ([]Grant, *Rejection) {
 	var pickedBuf [16]int
 	picked := pickedBuf[:0]
 	prevNUMA := -1
-	for w := len(s.order) - 1; w >= 0; w-- {
-		i := s.order[w]
+	for w := len(order) - 1; w >= 0; w-- {
+		i := order[w]
 		c := &cards[i]
 		switch {
 		case !c.Healthy:

@@ -275,22 +275,26 @@ func (s *cardSorter) Less(i, j int) bool {
 	}
 }
 
-// sort orders s.order exactly as Go's sort.Sort would (HAMi sorts with it):
-// insertion sort up to 12 elements, done here without allocating, and
-// sort.Sort itself above, on copies so that the caller's buffers stay off
-// the heap.
-func (s *cardSorter) sort() {
-	n := len(s.order)
-	if n > 12 {
-		c := &cardSorter{order: slices.Clone(s.order), cards: s.cards, used: slices.Clone(s.used),
-			scores: slices.Clone(s.scores), policy: s.policy}
-		sort.Sort(c)
-		copy(s.order, c.order)
+// sortCards orders order exactly as Go's sort.Sort would (HAMi sorts with
+// it): insertion sort up to 12 elements, done here without allocating, and
+// sort.Sort itself above.
+func sortCards(order []int, cards []Card, used []Usage, scores []float32, policy cardPolicy) {
+	if len(order) > 12 {
+		sortLarge(order, cards, used, scores, policy)
 		return
 	}
-	for i := 1; i < n; i++ {
+	s := cardSorter{order: order, cards: cards, used: used, scores: scores, policy: policy}
+	for i := 1; i < len(order); i++ {
 		for j := i; j > 0 && s.Less(j, j-1); j-- {
 			s.Swap(j, j-1)
 		}
 	}
+}
+
+// sortLarge runs sort.Sort on copies of order, used and scores, so that
+// the caller's (stack) buffers do not escape through the sort.Interface.
+func sortLarge(order []int, cards []Card, used []Usage, scores []float32, policy cardPolicy) {
+	c := &cardSorter{order: slices.Clone(order), cards: cards, used: slices.Clone(used), scores: slices.Clone(scores), policy: policy}
+	sort.Sort(c)
+	copy(order, c.order)
 }

@@ -491,7 +491,7 @@ func TestCardSorterMatchesSortSort(t *testing.T) {
 			order[i] = i
 		}
 		got := &cardSorter{order: slices.Clone(order), cards: cards, used: used, scores: scores, policy: pol}
-		got.sort()
+		sortCards(got.order, cards, used, scores, pol)
 		want := &cardSorter{order: slices.Clone(order), cards: cards, used: used, scores: scores, policy: pol}
 		sort.Sort(want)
 		if !slices.Equal(got.order, want.order) {
