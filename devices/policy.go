@@ -224,55 +224,59 @@ func (s *cardSorter) Swap(i, j int) { s.order[i], s.order[j] = s.order[j], s.ord
 // after it.
 func (s *cardSorter) Less(i, j int) bool {
 	a, b := s.order[i], s.order[j]
-	sa, sb := s.scores[a], s.scores[b]
-	na, nb := s.cards[a].NUMA, s.cards[b].NUMA
 	p := &s.policy
 	if p.chained {
-		for _, k := range p.keys[:p.nkeys] {
-			switch k {
-			case keyBinpack:
-				if sa != sb {
-					return sa < sb
-				}
-			case keySpread:
-				if sa != sb {
-					return sa > sb
-				}
-			case keyNUMA:
-				if na != nb {
-					return na < nb
-				}
-			}
-		}
-		return s.cards[a].Index < s.cards[b].Index
+		return s.lessByChain(a, b)
 	}
+	sa, sb := s.scores[a], s.scores[b]
+	na, nb := s.cards[a].NUMA, s.cards[b].NUMA
 	switch {
 	case p.single == singleMutex:
 		if ua, ub := s.used[a].Sharers, s.used[b].Sharers; ua != ub {
 			return ua > ub
 		}
 		return na < nb
-	case p.numaBind && p.single == singleBinpack:
-		if na == nb {
-			return sa < sb
-		}
-		return na > nb
 	case p.numaBind:
-		if na == nb {
-			return sa > sb
+		if na != nb {
+			if p.single == singleBinpack {
+				return na > nb
+			}
+			return na < nb
 		}
-		return na < nb
-	case p.single == singleBinpack:
-		if sa != sb {
+		if p.single == singleBinpack {
 			return sa < sb
 		}
-		return na < nb
-	default:
-		if sa != sb {
-			return sa > sb
+		return sa > sb
+	case sa != sb:
+		if p.single == singleBinpack {
+			return sa < sb
 		}
+		return sa > sb
+	default:
 		return na < nb
 	}
+}
+
+// lessByChain compares cards a and b by the chain's keys, then by index.
+func (s *cardSorter) lessByChain(a, b int) bool {
+	p := &s.policy
+	for _, k := range p.keys[:p.nkeys] {
+		switch k {
+		case keyBinpack:
+			if sa, sb := s.scores[a], s.scores[b]; sa != sb {
+				return sa < sb
+			}
+		case keySpread:
+			if sa, sb := s.scores[a], s.scores[b]; sa != sb {
+				return sa > sb
+			}
+		case keyNUMA:
+			if na, nb := s.cards[a].NUMA, s.cards[b].NUMA; na != nb {
+				return na < nb
+			}
+		}
+	}
+	return s.cards[a].Index < s.cards[b].Index
 }
 
 // sortCards orders order exactly as Go's sort.Sort would (HAMi sorts with
