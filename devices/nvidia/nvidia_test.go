@@ -1100,3 +1100,129 @@ func FuzzInventory(f *testing.F) {
 		_ = devices.NodeLoad(cards, used, nil)
 	})
 }
+
+// TestParsePodThenFitPolicies reads the pod's policy annotations and the
+// node's annotations as HAMi does and checks the cards chosen. The node has
+// GPU-0 on NUMA 0 and GPU-1, GPU-2 on NUMA 1 (8000 MiB each); GPU-2 is the
+// worst connected card.
+func TestParsePodThenFitPolicies(t *testing.T) {
+	const inventory = `[{"id":"GPU-0","count":10,"devmem":8000,"devcore":100,"type":"NVIDIA-A10","health":true},` +
+		`{"id":"GPU-1","index":1,"count":10,"devmem":8000,"devcore":100,"type":"NVIDIA-A10","numa":1,"health":true},` +
+		`{"id":"GPU-2","index":2,"count":10,"devmem":8000,"devcore":100,"type":"NVIDIA-A10","numa":1,"health":true}]`
+	const scores = `[{"uuid":"GPU-0","score":{"GPU-1":100,"GPU-2":10}},{"uuid":"GPU-1","score":{"GPU-0":100,"GPU-2":10}},` +
+		`{"uuid":"GPU-2","score":{"GPU-0":10,"GPU-1":10}}]`
+	n := node(map[string]string{RegisterAnnotation: inventory, ScoreAnnotation: scores}, res("nvidia.com/gpu", "30"))
+	tests := []struct {
+		name        string
+		cfg         devices.Config
+		annotations map[string]string
+		ctr         corev1.Container
+		used        []devices.Usage
+		want        []string // UUIDs of the one container; nil: rejected
+		wantReason  string
+	}{
+		{
+			name: "no annotation: spread, higher NUMA first, later card first",
+			ctr:  limits("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "1000"),
+			want: []string{"GPU-2", "GPU-1"},
+		},
+		{
+			name:        "numa-bind true: all cards on one NUMA node",
+			annotations: map[string]string{NUMABindAnnotation: "true"},
+			ctr:         limits("main", "nvidia.com/gpu", "3", "nvidia.com/gpumem", "1000"),
+			wantReason:  "2/3 cards: dropped for another NUMA node, 1/3 cards free on one NUMA node, 3 wanted",
+		},
+		{
+			name:        "numa-bind not a boolean: no binding",
+			annotations: map[string]string{NUMABindAnnotation: "yes please"},
+			ctr:         limits("main", "nvidia.com/gpu", "3", "nvidia.com/gpumem", "1000"),
+			want:        []string{"GPU-2", "GPU-1", "GPU-0"},
+		},
+		{
+			name:        "numa in the policy is a sort key, not a binding",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "numa"},
+			ctr:         limits("main", "nvidia.com/gpu", "3", "nvidia.com/gpumem", "1000"),
+			want:        []string{"GPU-2", "GPU-1", "GPU-0"},
+		},
+		{
+			name:        "unknown policy: spread",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "packed"},
+			ctr:         limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+			used:        []devices.Usage{{}, {}, {Sharers: 1, MemoryMiB: 1000}},
+			want:        []string{"GPU-1"},
+		},
+		{
+			name:        "binpack",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "binpack"},
+			ctr:         limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+			used:        []devices.Usage{{Sharers: 1, MemoryMiB: 1000}, {}, {}},
+			want:        []string{"GPU-0"},
+		},
+		{
+			name:        "topology-aware, one card: the worst connected",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "topology-aware"},
+			ctr:         limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+			want:        []string{"GPU-2"},
+		},
+		{
+			name:        "topology-aware, two cards: the best connected pair",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "binpack,topology-aware"},
+			ctr:         limits("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "1000"),
+			want:        []string{"GPU-1", "GPU-0"},
+		},
+		{
+			name:        "invalid scoring weights: rejected on every node",
+			annotations: map[string]string{devices.ScoringWeightsAnnotation: "slot=1,core=1,memory=-3"},
+			ctr:         limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+			wantReason:  `annotation hami.io/device-scoring-weights="slot=1,core=1,memory=-3": "memory" weight is negative`,
+		},
+		{
+			name:       "memoryFactor multiplies gpumem before the fit",
+			cfg:        devices.Config{MemoryFactor: 2},
+			ctr:        limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000"),
+			wantReason: "3/3 cards: insufficient memory",
+		},
+		{
+			name: "without memoryFactor the same gpumem fits",
+			ctr:  limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000"),
+			want: []string{"GPU-2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := mustNew(t, tt.cfg)
+			cards, err := v.Inventory(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := v.ParsePod(pod(tt.annotations, tt.ctr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := tt.used
+			if used == nil {
+				used = make([]devices.Usage, len(cards))
+			}
+			a, rej := v.Fit(cards, used, &req)
+			if tt.wantReason != "" {
+				if rej == nil {
+					t.Fatalf("Fit() = %v, want rejection %q", a, tt.wantReason)
+				}
+				if rej.Reason() != tt.wantReason {
+					t.Errorf("Reason() = %q, want %q", rej.Reason(), tt.wantReason)
+				}
+				return
+			}
+			if rej != nil {
+				t.Fatalf("rejected: %s", rej.Reason())
+			}
+			var got []string
+			for _, g := range a[0] {
+				got = append(got, g.UUID)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("cards %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
