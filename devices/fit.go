@@ -261,6 +261,24 @@ func (f *fitter) fitContainer(cards []Card, order []int, scores []float32, used 
 	return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(grants), NUMABind: pol.numaBind, counts: counts}
 }
 
+// maxTopologyCombinations bounds the combinations chooseByTopology scores
+// (C(16,8) is 12870; a node would need far more cards to reach it).
+const maxTopologyCombinations = 1_000_000
+
+// combinations returns C(n, k), or a value above maxTopologyCombinations
+// once it gets that large.
+func combinations(n, k int) int {
+	k = min(k, n-k)
+	c := 1
+	for i := 1; i <= k; i++ {
+		c = c * (n - k + i) / i
+		if c > maxTopologyCombinations {
+			return maxTopologyCombinations + 1
+		}
+	}
+	return c
+}
+
 // chooseByTopology picks n of the collected grants (walk order) by the
 // cards' link scores, as HAMi's topology-aware policy does: for one card,
 // the one whose summed score to the other collected cards is lowest; for
@@ -286,6 +304,11 @@ func chooseByTopology(cards []Card, grants []Grant, picked []int, n int) []Grant
 			}
 		}
 		return []Grant{grants[best]}
+	}
+	if combinations(len(grants), n) > maxTopologyCombinations {
+		// HAMi would list every combination and run out of memory; take
+		// the first cards walked instead.
+		return grants[:n:n]
 	}
 	// Every n-combination of the collected cards, in lexicographic order.
 	comb := make([]int, n)

@@ -515,3 +515,29 @@ func TestFitPodManyCardsUsesSortSort(t *testing.T) {
 		t.Errorf("binpack picked %s, want the only used card GPU-4", a[0][0].UUID)
 	}
 }
+
+func TestCombinations(t *testing.T) {
+	for _, tt := range []struct{ n, k, want int }{
+		{4, 2, 6}, {8, 4, 70}, {16, 8, 12870}, {5, 5, 1}, {5, 0, 1}, {64, 32, maxTopologyCombinations + 1},
+	} {
+		if got := combinations(tt.n, tt.k); got != tt.want {
+			t.Errorf("combinations(%d, %d) = %d, want %d", tt.n, tt.k, got, tt.want)
+		}
+	}
+}
+
+func TestChooseByTopologyBoundsTheSearch(t *testing.T) {
+	cards := make([]Card, 64)
+	grants := make([]Grant, 64)
+	picked := make([]int, 64)
+	for i := range cards {
+		cards[i] = testCard("GPU-" + strconv.Itoa(i))
+		grants[i] = Grant{UUID: cards[i].UUID}
+		picked[i] = i
+	}
+	cards[63].Links = "GPU-62=100"
+	got := chooseByTopology(cards, grants, picked, 32)
+	if len(got) != 32 || got[0].UUID != "GPU-0" || got[31].UUID != "GPU-31" {
+		t.Errorf("got %v, want the first 32 cards walked", got)
+	}
+}
