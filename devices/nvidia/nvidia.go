@@ -113,6 +113,10 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", RegisterAnnotation, err)
 	}
+	cards = nvidiaTyped(cards)
+	if len(cards) == 0 {
+		return nil, fmt.Errorf("%s lists no card whose type names NVIDIA", RegisterAnnotation)
+	}
 	if q, ok := node.Status.Allocatable[v.names.Count]; !ok || q.Sign() <= 0 {
 		return nil, fmt.Errorf("allocatable %s is 0: the device plugin is not serving", v.names.Count)
 	}
@@ -124,6 +128,19 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	}
 	devices.ApplyCordon(cards, node.Annotations[devices.DeviceCordon])
 	return cards, nil
+}
+
+// nvidiaTyped keeps the cards whose type contains "nvidia" in any case:
+// HAMi fits an NVIDIA request only on those (real device plugins always
+// name NVIDIA in the type).
+func nvidiaTyped(cards []devices.Card) []devices.Card {
+	out := cards[:0]
+	for _, c := range cards {
+		if strings.Contains(strings.ToLower(c.Model), "nvidia") {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // linkScores is one element of the score annotation.

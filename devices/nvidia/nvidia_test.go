@@ -621,6 +621,17 @@ func TestInventory(t *testing.T) {
 			wantErr: []string{"hami.io/node-nvidia-score"},
 		},
 		{
+			name: "only cards whose type names NVIDIA, in any case",
+			node: node(map[string]string{RegisterAnnotation: `[{"id":"GPU-0","count":1,"type":"Tesla T4","health":true},` +
+				`{"id":"GPU-1","count":1,"type":"nvidia a10","health":true}]`}, res("nvidia.com/gpu", "2")),
+			want: []devices.Card{{UUID: "GPU-1", Split: 1, Model: "nvidia a10", Mode: "hami-core", Healthy: true}},
+		},
+		{
+			name:    "no card whose type names NVIDIA",
+			node:    node(map[string]string{RegisterAnnotation: `[{"id":"GPU-0","count":1,"type":"Tesla T4","health":true}]`}, res("nvidia.com/gpu", "1")),
+			wantErr: []string{"hami.io/node-nvidia-register", "no card whose type names NVIDIA"},
+		},
+		{
 			name:    "garbage",
 			node:    node(map[string]string{RegisterAnnotation: "garbage"}, res("nvidia.com/gpu", "10")),
 			wantErr: []string{"hami.io/node-nvidia-register"},
