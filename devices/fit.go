@@ -97,7 +97,7 @@ func (r *Rejection) Reason() string {
 // alone on the node's usage. Regular containers run together: each is
 // fitted on the usage left by the node and the regular containers before
 // it. Before each container every card gets HAMi's score (cardScore) and
-// the cards are sorted by the policy (cardSorter); the walk then tries them
+// the cards are sorted by the policy (cardPolicy.key); the walk then tries them
 // from the last one backwards and the first that pass win. The regular
 // containers share one order, each sort starting from the previous
 // container's result, as HAMi's in-place sort does; every init container
@@ -110,15 +110,15 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 	pol := parseCardPolicy(string(p.Policy), p.NUMABind)
 	pol.exclusive = pol.exclusive || p.Exclusive
 	var orderBuf [16]int
-	var scoreBuf [16]float32
-	order, scores := orderBuf[:0], scoreBuf[:0]
+	var keyBuf [16]cardKey
+	order, keys := orderBuf[:0], keyBuf[:0]
 	if len(cards) > len(orderBuf) {
-		order, scores = make([]int, 0, len(cards)), make([]float32, 0, len(cards))
+		order, keys = make([]int, 0, len(cards)), make([]cardKey, 0, len(cards))
 	}
 	for i := range cards {
 		order = append(order, i)
 	}
-	scores = scores[:len(cards)]
+	keys = keys[:len(cards)]
 	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault()}
 
 	a := make(Assignment, len(req.Containers))
@@ -130,7 +130,7 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 		for j := range order {
 			order[j] = j
 		}
-		grants, rej := f.fitContainer(cards, order, scores, used, &r)
+		grants, rej := f.fitContainer(cards, order, keys, used, &r)
 		if rej != nil {
 			rej.Container = i
 			return nil, rej
@@ -158,7 +158,7 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 			continue
 		}
 		i := inits + k
-		grants, rej := f.fitContainer(cards, order, scores, used, &r)
+		grants, rej := f.fitContainer(cards, order, keys, used, &r)
 		if rej != nil {
 			rej.Container = i
 			return nil, rej
@@ -188,16 +188,16 @@ type fitter struct {
 // fitContainer picks r.Count distinct cards for one container: it scores
 // and sorts the cards, then walks them from the last backwards. order holds
 // the card indexes in the order of the previous sort and is sorted in
-// place; scores is scratch space, one per card.
-func (f *fitter) fitContainer(cards []Card, order []int, scores []float32, used []Usage, r *Request) ([]Grant, *Rejection) {
+// place; keys is scratch space, one per card.
+func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []Usage, r *Request) ([]Grant, *Rejection) {
 	if int(r.Count) > len(cards) {
 		// HAMi checks the count against the node's cards before fitting.
 		return nil, &Rejection{Cards: len(cards), Wanted: r.Count}
 	}
 	for i := range cards {
-		scores[i] = cardScore(f.vendor, &cards[i], used[i], r, f.weights)
+		keys[i] = f.policy.key(&cards[i], used[i], cardScore(f.vendor, &cards[i], used[i], r, f.weights))
 	}
-	sortCards(order, cards, used, scores, f.policy)
+	sortCards(order, keys, f.policy.keyLen())
 
 	p, pol := f.prefs, &f.policy
 	var counts [numReasons]int32

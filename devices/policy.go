@@ -117,6 +117,13 @@ type cardPolicy struct {
 // trimming; anything but binpack or mutex orders as spread.
 func parseCardPolicy(policy string, numaBind bool) cardPolicy {
 	p := cardPolicy{numaBind: numaBind}
+	switch CardPolicy(policy) {
+	case "", CardSpread:
+		return p
+	case CardBinpack:
+		p.single = singleBinpack
+		return p
+	}
 	rest := policy
 	for {
 		item, tail, more := strings.Cut(rest, ",")
@@ -207,98 +214,100 @@ func cardScore(vendor string, c *Card, u Usage, r *Request, w ScoringWeights) fl
 	return float32(10) * (float32(w.Slot)*shares + float32(w.Core)*core + float32(w.Memory)*memory)
 }
 
-// cardSorter sorts card indexes the way HAMi's DeviceUsageList does; the
-// walk then goes from the last element backwards.
-type cardSorter struct {
-	order  []int
-	cards  []Card
-	used   []Usage
-	scores []float32
-	policy cardPolicy
+// cardKey is a card's sort key: HAMi's DeviceUsageList.Less(i, j) is
+// true exactly when key(i) is lexicographically below key(j) over the
+// policy's keyLen components. Scores are float32, NUMA nodes, indexes and
+// sharer counts are integers: float64 holds them all exactly.
+type cardKey [4]float64
+
+// keyLen is how many components of a cardKey the policy uses.
+func (p *cardPolicy) keyLen() int {
+	if p.chained {
+		return p.nkeys + 1
+	}
+	return 2
 }
 
-func (s *cardSorter) Len() int      { return len(s.order) }
-func (s *cardSorter) Swap(i, j int) { s.order[i], s.order[j] = s.order[j], s.order[i] }
-
-// Less reports whether card order[i] sorts before order[j], i.e. is tried
-// after it.
-func (s *cardSorter) Less(i, j int) bool {
-	a, b := s.order[i], s.order[j]
-	p := &s.policy
+// key is the sort key of a card with the given usage and score. Sorting
+// ascending and walking from the last card backwards tries, for spread
+// (the default), the lowest score first, ties on the higher NUMA node; for
+// binpack the highest score; for mutex the fewest sharers; with numa-bind
+// whole NUMA nodes one after another (binpack: lowest node first, highest
+// score inside; otherwise highest node first, lowest score inside); for a
+// chain its keys in order, then the higher index.
+func (p *cardPolicy) key(c *Card, u Usage, score float32) cardKey {
+	s, numa := float64(score), float64(c.NUMA)
 	if p.chained {
-		return s.lessByChain(a, b)
+		var k cardKey
+		for i, key := range p.keys[:p.nkeys] {
+			switch key {
+			case keyBinpack:
+				k[i] = s
+			case keySpread:
+				k[i] = -s
+			case keyNUMA:
+				k[i] = numa
+			}
+		}
+		k[p.nkeys] = float64(c.Index)
+		return k
 	}
-	sa, sb := s.scores[a], s.scores[b]
-	na, nb := s.cards[a].NUMA, s.cards[b].NUMA
 	switch {
 	case p.single == singleMutex:
-		if ua, ub := s.used[a].Sharers, s.used[b].Sharers; ua != ub {
-			return ua > ub
-		}
-		return na < nb
+		return cardKey{-float64(u.Sharers), numa}
+	case p.numaBind && p.single == singleBinpack:
+		return cardKey{-numa, s}
 	case p.numaBind:
-		if na != nb {
-			if p.single == singleBinpack {
-				return na > nb
-			}
-			return na < nb
-		}
-		if p.single == singleBinpack {
-			return sa < sb
-		}
-		return sa > sb
-	case sa != sb:
-		if p.single == singleBinpack {
-			return sa < sb
-		}
-		return sa > sb
+		return cardKey{numa, -s}
+	case p.single == singleBinpack:
+		return cardKey{s, numa}
 	default:
-		return na < nb
+		return cardKey{-s, numa}
 	}
 }
 
-// lessByChain compares cards a and b by the chain's keys, then by index.
-func (s *cardSorter) lessByChain(a, b int) bool {
-	p := &s.policy
-	for _, k := range p.keys[:p.nkeys] {
-		switch k {
-		case keyBinpack:
-			if sa, sb := s.scores[a], s.scores[b]; sa != sb {
-				return sa < sb
-			}
-		case keySpread:
-			if sa, sb := s.scores[a], s.scores[b]; sa != sb {
-				return sa > sb
-			}
-		case keyNUMA:
-			if na, nb := s.cards[a].NUMA, s.cards[b].NUMA; na != nb {
-				return na < nb
-			}
+// keyLess compares two keys over their first n components.
+func keyLess(a, b *cardKey, n int) bool {
+	for k := 0; k < n; k++ {
+		if a[k] != b[k] {
+			return a[k] < b[k]
 		}
 	}
-	return s.cards[a].Index < s.cards[b].Index
+	return false
 }
 
-// sortCards orders order exactly as Go's sort.Sort would (HAMi sorts with
-// it): insertion sort up to 12 elements, done here without allocating, and
-// sort.Sort itself above.
-func sortCards(order []int, cards []Card, used []Usage, scores []float32, policy cardPolicy) {
+// sortCards orders the card indexes in order by their keys exactly as Go's
+// sort.Sort would (HAMi sorts with it), ties included: insertion sort up to
+// 12 elements, done here without allocating, and sort.Sort itself above.
+func sortCards(order []int, keys []cardKey, n int) {
 	if len(order) > 12 {
-		sortLarge(order, cards, used, scores, policy)
+		sortLarge(order, keys, n)
 		return
 	}
-	s := cardSorter{order: order, cards: cards, used: used, scores: scores, policy: policy}
 	for i := 1; i < len(order); i++ {
-		for j := i; j > 0 && s.Less(j, j-1); j-- {
-			s.Swap(j, j-1)
+		for j := i; j > 0 && keyLess(&keys[order[j]], &keys[order[j-1]], n); j-- {
+			order[j], order[j-1] = order[j-1], order[j]
 		}
 	}
 }
 
-// sortLarge runs sort.Sort on copies of order, used and scores, so that
-// the caller's (stack) buffers do not escape through the sort.Interface.
-func sortLarge(order []int, cards []Card, used []Usage, scores []float32, policy cardPolicy) {
-	c := &cardSorter{order: slices.Clone(order), cards: cards, used: slices.Clone(used), scores: slices.Clone(scores), policy: policy}
-	sort.Sort(c)
-	copy(order, c.order)
+// keySorter is sort.Interface over card indexes.
+type keySorter struct {
+	order []int
+	keys  []cardKey
+	n     int
+}
+
+func (s *keySorter) Len() int      { return len(s.order) }
+func (s *keySorter) Swap(i, j int) { s.order[i], s.order[j] = s.order[j], s.order[i] }
+func (s *keySorter) Less(i, j int) bool {
+	return keyLess(&s.keys[s.order[i]], &s.keys[s.order[j]], s.n)
+}
+
+// sortLarge runs sort.Sort on copies, so that the caller's (stack) buffers
+// do not escape through the sort.Interface.
+func sortLarge(order []int, keys []cardKey, n int) {
+	s := &keySorter{order: slices.Clone(order), keys: slices.Clone(keys), n: n}
+	sort.Sort(s)
+	copy(order, s.order)
 }

@@ -470,32 +470,104 @@ func TestParseCardPolicy(t *testing.T) {
 	}
 }
 
-// TestCardSorterMatchesSortSort checks that the sort gives exactly what
-// HAMi's sort.Sort gives, ties included, below and above 12 cards.
-func TestCardSorterMatchesSortSort(t *testing.T) {
+// cardSorter is the reference for cardPolicy.key: a sort.Interface whose
+// Less follows HAMi v2.10's DeviceUsageList.Less rule for rule.
+type cardSorter struct {
+	order  []int
+	cards  []Card
+	used   []Usage
+	scores []float32
+	policy cardPolicy
+}
+
+func (s *cardSorter) Len() int      { return len(s.order) }
+func (s *cardSorter) Swap(i, j int) { s.order[i], s.order[j] = s.order[j], s.order[i] }
+
+// Less reports whether card order[i] sorts before order[j], i.e. is tried
+// after it.
+func (s *cardSorter) Less(i, j int) bool {
+	a, b := s.order[i], s.order[j]
+	p := &s.policy
+	if p.chained {
+		return s.lessByChain(a, b)
+	}
+	sa, sb := s.scores[a], s.scores[b]
+	na, nb := s.cards[a].NUMA, s.cards[b].NUMA
+	switch {
+	case p.single == singleMutex:
+		if ua, ub := s.used[a].Sharers, s.used[b].Sharers; ua != ub {
+			return ua > ub
+		}
+		return na < nb
+	case p.numaBind:
+		if na != nb {
+			if p.single == singleBinpack {
+				return na > nb
+			}
+			return na < nb
+		}
+		if p.single == singleBinpack {
+			return sa < sb
+		}
+		return sa > sb
+	case sa != sb:
+		if p.single == singleBinpack {
+			return sa < sb
+		}
+		return sa > sb
+	default:
+		return na < nb
+	}
+}
+
+// lessByChain compares cards a and b by the chain's keys, then by index.
+func (s *cardSorter) lessByChain(a, b int) bool {
+	p := &s.policy
+	for _, k := range p.keys[:p.nkeys] {
+		switch k {
+		case keyBinpack:
+			if sa, sb := s.scores[a], s.scores[b]; sa != sb {
+				return sa < sb
+			}
+		case keySpread:
+			if sa, sb := s.scores[a], s.scores[b]; sa != sb {
+				return sa > sb
+			}
+		case keyNUMA:
+			if na, nb := s.cards[a].NUMA, s.cards[b].NUMA; na != nb {
+				return na < nb
+			}
+		}
+	}
+	return s.cards[a].Index < s.cards[b].Index
+}
+
+// TestSortCardsMatchesHAMi checks that sorting by cardPolicy.key gives
+// exactly the order HAMi's sort.Sort with its Less gives, ties included,
+// below and above 12 cards, for every kind of policy.
+func TestSortCardsMatchesHAMi(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	policies := []string{"spread", "binpack", "mutex", "numa", "binpack,numa", "numa,spread", "x"}
-	for iter := 0; iter < 2000; iter++ {
-		n := 1 + rng.Intn(20)
+	policies := []string{"", "spread", "binpack", "mutex", "numa", "binpack,numa", "numa,spread", "spread,binpack,numa", "x", "mutex,binpack"}
+	for iter := 0; iter < 5000; iter++ {
+		n := 1 + rng.Intn(24)
 		cards := make([]Card, n)
 		used := make([]Usage, n)
 		scores := make([]float32, n)
-		for i := range cards {
-			cards[i] = Card{NUMA: rng.Intn(2), Index: rng.Intn(4)}
-			used[i] = Usage{Sharers: int32(rng.Intn(3))}
-			scores[i] = float32(rng.Intn(3))
-		}
+		keys := make([]cardKey, n)
 		pol := parseCardPolicy(policies[rng.Intn(len(policies))], rng.Intn(2) == 0)
-		order := make([]int, n)
-		for i := range order {
-			order[i] = i
+		for i := range cards {
+			cards[i] = Card{NUMA: rng.Intn(3) - 1, Index: rng.Intn(4)}
+			used[i] = Usage{Sharers: int32(rng.Intn(3))}
+			scores[i] = float32(rng.Intn(3)) / 3
+			keys[i] = pol.key(&cards[i], used[i], scores[i])
 		}
-		got := &cardSorter{order: slices.Clone(order), cards: cards, used: used, scores: scores, policy: pol}
-		sortCards(got.order, cards, used, scores, pol)
+		order := rng.Perm(n) // any starting order will do
+		got := slices.Clone(order)
+		sortCards(got, keys, pol.keyLen())
 		want := &cardSorter{order: slices.Clone(order), cards: cards, used: used, scores: scores, policy: pol}
 		sort.Sort(want)
-		if !slices.Equal(got.order, want.order) {
-			t.Fatalf("n=%d policy %+v: order %v, sort.Sort gives %v", n, pol, got.order, want.order)
+		if !slices.Equal(got, want.order) {
+			t.Fatalf("n=%d policy %+v: order %v, HAMi's sort gives %v", n, pol, got, want.order)
 		}
 	}
 }
