@@ -19,6 +19,9 @@ const (
 	NodePolicyAnnotation = "hami.io/node-scheduler-policy"
 	// CardPolicyAnnotation overrides the card scheduling policy for a pod.
 	CardPolicyAnnotation = "hami.io/gpu-scheduler-policy"
+	// ScoringWeightsAnnotation weighs the card score, e.g.
+	// "slot=1,core=1,memory=3" (see ParseScoringWeights).
+	ScoringWeightsAnnotation = "hami.io/device-scoring-weights"
 	// WebhookIgnoreLabel set to "ignore" keeps the webhook away.
 	WebhookIgnoreLabel = "hami.io/webhook"
 )

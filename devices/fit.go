@@ -19,6 +19,7 @@ const (
 	reasonCores
 	reasonExclusive
 	reasonCoresFull
+	reasonNUMA
 	numReasons
 )
 
@@ -33,12 +34,14 @@ var reasonText = [numReasons]string{
 	reasonCores:     "insufficient cores",
 	reasonExclusive: "exclusive use conflict",
 	reasonCoresFull: "cores fully used",
+	reasonNUMA:      "dropped for another NUMA node",
 }
 
 // Rejection says why a pod does not fit on a node's cards: the first
 // container that did not fit and, per reason, how many cards refused it.
 type Rejection struct {
-	// Container is the index of the container (init containers first).
+	// Container is the index of the container (init containers first), or
+	// -1 when the pod as a whole is refused (Unresolvable).
 	Container int
 	// Cards is the number of cards on the node.
 	Cards int
@@ -48,12 +51,22 @@ type Rejection struct {
 	Fitting int
 	// NUMABind is set when the container had to fit on one NUMA node.
 	NUMABind bool
-	counts   [numReasons]int32
+	// Unresolvable is set when the pod fits no node whatever the usage,
+	// e.g. its annotations are invalid.
+	Unresolvable bool
+	counts       [numReasons]int32
+	invalid      string
 }
 
 // Reason renders the rejection as a short, stable string such as
 // "2/8 cards: insufficient memory, 6/8 cards: all shares in use".
 func (r *Rejection) Reason() string {
+	if r.invalid != "" {
+		return r.invalid
+	}
+	if int(r.Wanted) > r.Cards {
+		return strconv.Itoa(int(r.Wanted)) + " cards wanted, node has " + strconv.Itoa(r.Cards)
+	}
 	var parts []string
 	total := strconv.Itoa(r.Cards)
 	for reason, n := range r.counts {
@@ -74,13 +87,59 @@ func (r *Rejection) Reason() string {
 	return strings.Join(parts, ", ")
 }
 
-// FitPod places every container of req on the node's cards. cards and used
-// are index-aligned; used is not modified. vendor is the word written into
-// each Grant. It returns one entry per container (empty for containers
-// asking nothing), or a Rejection for the first container that does not fit.
+// FitPod places every container of req on the node's cards as HAMi v2.10
+// does. cards and used are index-aligned; used is not modified. vendor is
+// the word written into each Grant. It returns one entry per container
+// (empty for containers asking nothing), or a Rejection for the first
+// container that does not fit.
+//
+// Init containers run one at a time before the regular ones: each is fitted
+// alone on the node's usage. Regular containers run together: each is
+// fitted on the usage left by the node and the regular containers before
+// it. Before each container every card gets HAMi's score (cardScore) and
+// the cards are sorted by the policy (cardPolicy.key); the walk then tries them
+// from the last one backwards and the first that pass win. The regular
+// containers share one order, each sort starting from the previous
+// container's result, as HAMi's in-place sort does; every init container
+// starts from the registered order.
 func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignment, *Rejection) {
+	p := &req.Preferences
+	if p.Invalid != "" {
+		return nil, &Rejection{Container: -1, Cards: len(cards), Unresolvable: true, invalid: p.Invalid}
+	}
+	pol := parseCardPolicy(string(p.Policy), p.NUMABind)
+	pol.exclusive = pol.exclusive || p.Exclusive
+	var orderBuf [16]int
+	var keyBuf [16]cardKey
+	order, keys := orderBuf[:0], keyBuf[:0]
+	if len(cards) > len(orderBuf) {
+		order, keys = make([]int, 0, len(cards)), make([]cardKey, 0, len(cards))
+	}
+	for i := range cards {
+		order = append(order, i)
+	}
+	keys = keys[:len(cards)]
+	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault()}
+
+	a := make(Assignment, len(req.Containers))
+	inits := max(min(req.Inits, len(req.Containers)), 0)
+	for i, r := range req.Containers[:inits] {
+		if r.IsZero() {
+			continue
+		}
+		for j := range order {
+			order[j] = j
+		}
+		grants, rej := f.fitContainer(cards, order, keys, used, &r)
+		if rej != nil {
+			rej.Container = i
+			return nil, rej
+		}
+		a[i] = grants
+	}
+	regular := req.Containers[inits:]
 	requesting := 0
-	for _, r := range req.Containers {
+	for _, r := range regular {
 		if !r.IsZero() {
 			requesting++
 		}
@@ -91,102 +150,225 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 		copy(scratch, used)
 		used = scratch
 	}
-	a := make(Assignment, len(req.Containers))
-	for i, r := range req.Containers {
+	for j := range order {
+		order[j] = j
+	}
+	for k, r := range regular {
 		if r.IsZero() {
 			continue
 		}
-		grants, rej := fitContainer(vendor, cards, used, r, &req.Preferences)
+		i := inits + k
+		grants, rej := f.fitContainer(cards, order, keys, used, &r)
 		if rej != nil {
 			rej.Container = i
 			return nil, rej
 		}
 		a[i] = grants
 		if requesting > 1 {
-			ApplyGrants(cards, used, a[i:i+1], true)
+			for _, g := range grants {
+				for ci := range cards {
+					if cards[ci].UUID == g.UUID {
+						used[ci].Add(g)
+					}
+				}
+			}
 		}
 	}
 	return a, nil
 }
 
-// fitContainer picks r.Count distinct cards for one container.
-func fitContainer(vendor string, cards []Card, used []Usage, r Request, p *Preferences) ([]Grant, *Rejection) {
-	var orderBuf [16]int
-	order := cardOrder(cards, used, p.Policy, orderBuf[:0])
-	if !p.NUMABind {
-		return pickCards(vendor, cards, used, r, p, order, -1)
-	}
-	var rej *Rejection
-	for _, numa := range numaNodes(cards, order) {
-		grants, nr := pickCards(vendor, cards, used, r, p, order, numa)
-		if nr == nil {
-			return grants, nil
-		}
-		if rej == nil || nr.Fitting > rej.Fitting {
-			rej = nr
-		}
-	}
-	if rej == nil {
-		rej = &Rejection{Cards: len(cards), Wanted: r.Count}
-	}
-	rej.NUMABind = true
-	return nil, rej
+// fitter holds what stays the same for every container of one pod.
+type fitter struct {
+	vendor  string
+	prefs   *Preferences
+	policy  cardPolicy
+	weights ScoringWeights
 }
 
-// pickCards walks the cards in order and takes the first r.Count that fit;
-// numa >= 0 restricts the walk to one NUMA node.
-func pickCards(vendor string, cards []Card, used []Usage, r Request, p *Preferences, order []int, numa int) ([]Grant, *Rejection) {
+// fitContainer picks r.Count distinct cards for one container: it scores
+// and sorts the cards, then walks them from the last backwards. order holds
+// the card indexes in the order of the previous sort and is sorted in
+// place; keys is scratch space, one per card.
+func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []Usage, r *Request) ([]Grant, *Rejection) {
+	if int(r.Count) > len(cards) {
+		// HAMi checks the count against the node's cards before fitting.
+		return nil, &Rejection{Cards: len(cards), Wanted: r.Count}
+	}
+	for i := range cards {
+		keys[i] = f.policy.key(&cards[i], used[i], cardScore(f.vendor, &cards[i], used[i], r, f.weights))
+	}
+	sortCards(order, keys, f.policy.keyLen())
+
+	p, pol := f.prefs, &f.policy
 	var counts [numReasons]int32
-	var grants []Grant
 	cores := min(r.Cores, 100)
-	for _, i := range order {
+	// Topology-aware collects every card that passes, then chooses.
+	capacity := len(cards)
+	if !pol.topology {
+		capacity = int(r.Count)
+	}
+	var grants []Grant
+	var pickedBuf [16]int
+	picked := pickedBuf[:0]
+	prevNUMA := -1
+	for w := len(order) - 1; w >= 0; w-- {
+		i := order[w]
 		c := &cards[i]
-		if numa >= 0 && c.NUMA != numa {
+		switch {
+		case !c.Healthy:
+			counts[reasonUnhealthy]++
+			continue
+		case c.Cordoned:
+			counts[reasonCordoned]++
+			continue
+		case !modelWanted(c.Model, p):
+			counts[reasonModel]++
+			continue
+		case p.Mode != "" && !strings.Contains(p.Mode, c.Mode):
+			counts[reasonMode]++
 			continue
 		}
+		if pol.numaBind && c.NUMA != prevNUMA {
+			// Another NUMA node: the picks so far are dropped.
+			if !pol.topology {
+				counts[reasonNUMA] += int32(len(grants))
+			}
+			grants, picked = grants[:0], picked[:0]
+			prevNUMA = c.NUMA
+		}
 		mem := r.MemoryOn(c)
-		if reason, ok := cardRefuses(c, used[i], mem, cores, p); ok {
+		if reason, ok := cardRefuses(c, used[i], mem, cores, pol.exclusive, p); ok {
 			counts[reason]++
 			continue
 		}
 		if grants == nil {
-			grants = make([]Grant, 0, r.Count)
+			grants = make([]Grant, 0, capacity)
 		}
-		grants = append(grants, Grant{UUID: c.UUID, Vendor: vendor, MemoryMiB: mem, Cores: cores})
-		if int32(len(grants)) == r.Count {
+		grants = append(grants, Grant{UUID: c.UUID, Vendor: f.vendor, MemoryMiB: mem, Cores: cores})
+		picked = append(picked, i)
+		if !pol.topology && int32(len(grants)) == r.Count {
 			return grants, nil
 		}
 	}
-	return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(grants), counts: counts}
+	if pol.topology {
+		switch {
+		case int32(len(grants)) == r.Count:
+			return grants, nil
+		case int32(len(grants)) > r.Count:
+			return chooseByTopology(cards, grants, picked, int(r.Count)), nil
+		}
+	}
+	return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(grants), NUMABind: pol.numaBind, counts: counts}
 }
 
-// cardRefuses applies HAMi's per-card rules in HAMi's order and reports the
-// first one that refuses the container.
-func cardRefuses(c *Card, u Usage, mem, cores int32, p *Preferences) (rejectReason, bool) {
+// maxTopologyCombinations bounds the combinations chooseByTopology scores
+// (C(16,8) is 12870; a node would need far more cards to reach it).
+const maxTopologyCombinations = 1_000_000
+
+// combinations returns C(n, k), or a value above maxTopologyCombinations
+// once it gets that large.
+func combinations(n, k int) int {
+	k = min(k, n-k)
+	c := 1
+	for i := 1; i <= k; i++ {
+		c = c * (n - k + i) / i
+		if c > maxTopologyCombinations {
+			return maxTopologyCombinations + 1
+		}
+	}
+	return c
+}
+
+// chooseByTopology picks n of the collected grants (walk order) by the
+// cards' link scores, as HAMi's topology-aware policy does: for one card,
+// the one whose summed score to the other collected cards is lowest; for
+// more, the combination with the highest sum of pair scores. The first in
+// walk order wins ties; missing scores count 0. picked holds each grant's
+// card index.
+func chooseByTopology(cards []Card, grants []Grant, picked []int, n int) []Grant {
+	links := make([]map[string]int, len(picked))
+	for k, i := range picked {
+		links[k] = cards[i].LinkScores()
+	}
+	if n == 1 {
+		best, bestScore := 0, 0
+		for a := range grants {
+			total := 0
+			for b := range grants {
+				if grants[a].UUID != grants[b].UUID {
+					total += links[a][grants[b].UUID]
+				}
+			}
+			if a == 0 || total < bestScore {
+				best, bestScore = a, total
+			}
+		}
+		return []Grant{grants[best]}
+	}
+	if combinations(len(grants), n) > maxTopologyCombinations {
+		// HAMi would list every combination and run out of memory; take
+		// the first cards walked instead.
+		return grants[:n:n]
+	}
+	// Every n-combination of the collected cards, in lexicographic order.
+	comb := make([]int, n)
+	best := make([]int, n)
+	for k := range comb {
+		comb[k] = k
+	}
+	bestScore, found := -1, false
+	for {
+		total := 0
+		for x := 0; x < n-1; x++ {
+			scores := links[comb[x]]
+			for y := x + 1; y < n; y++ {
+				total += scores[grants[comb[y]].UUID]
+			}
+		}
+		if !found || total > bestScore {
+			found, bestScore = true, total
+			copy(best, comb)
+		}
+		// Next combination.
+		k := n - 1
+		for k >= 0 && comb[k] == len(grants)-n+k {
+			k--
+		}
+		if k < 0 {
+			break
+		}
+		comb[k]++
+		for x := k + 1; x < n; x++ {
+			comb[x] = comb[x-1] + 1
+		}
+	}
+	out := make([]Grant, n)
+	for k, g := range best {
+		out[k] = grants[g]
+	}
+	return out
+}
+
+// cardRefuses applies HAMi's per-card rules that follow the health, cordon,
+// type and NUMA steps of the walk, in HAMi's order, and reports the first
+// one that refuses the container.
+func cardRefuses(c *Card, u Usage, mem, cores int32, exclusive bool, p *Preferences) (rejectReason, bool) {
 	switch {
-	case !c.Healthy:
-		return reasonUnhealthy, true
-	case c.Cordoned:
-		return reasonCordoned, true
-	case !modelWanted(c.Model, p):
-		return reasonModel, true
-	case p.Mode != "" && !strings.Contains(p.Mode, c.Mode):
-		return reasonMode, true
 	case !uuidWanted(c.UUID, p):
 		return reasonUUID, true
 	case u.Sharers >= c.Split:
 		return reasonShares, true
-	case p.Exclusive && u.Sharers > 0:
+	case exclusive && u.Sharers > 0:
 		return reasonExclusive, true
-	case c.MemoryMiB-u.MemoryMiB < mem:
+	case int64(c.MemoryMiB)-u.MemoryMiB < int64(mem):
 		return reasonMemory, true
-	case c.Cores-u.Cores < cores:
+	case int64(c.Cores)-u.Cores < int64(cores):
 		return reasonCores, true
 	// 100 cores asks for the card alone.
 	case c.Cores == 100 && cores == 100 && u.Sharers > 0:
 		return reasonExclusive, true
 	// 0 cores cannot go where every core is already taken.
-	case c.Cores != 0 && u.Cores == c.Cores && cores == 0:
+	case c.Cores != 0 && u.Cores == int64(c.Cores) && cores == 0:
 		return reasonCoresFull, true
 	}
 	return 0, false
@@ -228,35 +410,6 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// cardOrder returns the card indexes in the order the policy tries them:
-// spread puts the least loaded first, binpack the most loaded; ties keep
-// the registered order. buf is reused when large enough.
-func cardOrder(cards []Card, used []Usage, policy CardPolicy, buf []int) []int {
-	var loadBuf [16]int64
-	load := loadBuf[:0]
-	if len(cards) > len(loadBuf) {
-		load = make([]int64, 0, len(cards))
-	}
-	order := buf
-	for i := range cards {
-		order = append(order, i)
-		load = append(load, cardLoad(&cards[i], used[i]))
-	}
-	binpack := policy == CardBinpack
-	// Insertion sort: node card counts are small and this keeps it
-	// allocation-free and stable.
-	for i := 1; i < len(order); i++ {
-		for j := i; j > 0; j-- {
-			a, b := load[order[j-1]], load[order[j]]
-			if (binpack && a >= b) || (!binpack && a <= b) {
-				break
-			}
-			order[j-1], order[j] = order[j], order[j-1]
-		}
-	}
-	return order
-}
-
 // cardLoad is the card's use in thousandths, summed over shares, memory and
 // cores, so that cards compare by how busy they are.
 func cardLoad(c *Card, u Usage) int64 {
@@ -271,27 +424,6 @@ func cardLoad(c *Card, u Usage) int64 {
 		load += int64(u.Cores) * 1000 / int64(c.Cores)
 	}
 	return load
-}
-
-// numaNodes lists the NUMA nodes of the cards, in the order their first card
-// appears in order.
-func numaNodes(cards []Card, order []int) []int {
-	var nodes []int
-	for _, i := range order {
-		if !containsInt(nodes, cards[i].NUMA) {
-			nodes = append(nodes, cards[i].NUMA)
-		}
-	}
-	return nodes
-}
-
-func containsInt(list []int, v int) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // NodeLoad is the node's use in percent (0-100) after a pod's assignment

@@ -12,7 +12,7 @@ func BenchmarkFitPod(b *testing.B) {
 	for i := range cards {
 		cards[i] = testCard(fmt.Sprintf("GPU-%d", i), onNUMA(i/4))
 		if i%2 == 0 {
-			used[i] = Usage{Sharers: int32(i/2 + 1), MemoryMiB: int32(1000 * (i + 1)), Cores: int32(5 * i)}
+			used[i] = Usage{Sharers: int32(i/2 + 1), MemoryMiB: int64(1000 * (i + 1)), Cores: int64(5 * i)}
 		}
 	}
 	card := Request{Count: 1, MemoryMiB: 2000, Cores: 10}

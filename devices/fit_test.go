@@ -94,7 +94,7 @@ func TestFitPod(t *testing.T) {
 			name:  "percentage resolved per card",
 			cards: []Card{testCard("GPU-0", withMemory(16000)), testCard("GPU-1", withMemory(8000))},
 			req:   one(Request{Count: 2, MemoryPercent: 25, Cores: 10}),
-			want:  Assignment{{nv("GPU-0", 4000, 10), nv("GPU-1", 2000, 10)}},
+			want:  Assignment{{nv("GPU-1", 2000, 10), nv("GPU-0", 4000, 10)}},
 		},
 		{
 			name:       "whole card's memory on a card already used",
@@ -154,13 +154,13 @@ func TestFitPod(t *testing.T) {
 			name:  "two cards for one container are distinct",
 			cards: []Card{testCard("GPU-0"), testCard("GPU-1")},
 			req:   one(Request{Count: 2, MemoryMiB: 1000}),
-			want:  Assignment{{nv("GPU-0", 1000, 0), nv("GPU-1", 1000, 0)}},
+			want:  Assignment{{nv("GPU-1", 1000, 0), nv("GPU-0", 1000, 0)}},
 		},
 		{
 			name:       "three cards wanted, two on the node",
 			cards:      []Card{testCard("GPU-0"), testCard("GPU-1")},
 			req:        one(Request{Count: 3, MemoryMiB: 1000}),
-			wantReason: "2/2 cards free, 3 wanted",
+			wantReason: "3 cards wanted, node has 2",
 		},
 		{
 			name:  "second container sees the first one's memory",
@@ -179,7 +179,7 @@ func TestFitPod(t *testing.T) {
 				{Count: 1, MemoryMiB: 10000},
 				{Count: 1, MemoryMiB: 10000},
 			}},
-			want: Assignment{{nv("GPU-0", 10000, 0)}, {nv("GPU-1", 10000, 0)}},
+			want: Assignment{{nv("GPU-1", 10000, 0)}, {nv("GPU-0", 10000, 0)}},
 		},
 		{
 			name:  "second container sees the first one's share",
@@ -219,8 +219,8 @@ func TestFitPod(t *testing.T) {
 		{
 			name:  "init container and main container both placed",
 			cards: []Card{testCard("GPU-0"), testCard("GPU-1")},
-			req:   PodRequest{Containers: []Request{{Count: 1, MemoryMiB: 2000}, {}, {Count: 1, MemoryMiB: 3000}}},
-			want:  Assignment{{nv("GPU-0", 2000, 0)}, nil, {nv("GPU-1", 3000, 0)}},
+			req:   PodRequest{Containers: []Request{{Count: 1, MemoryMiB: 2000}, {}, {Count: 1, MemoryMiB: 3000}}, Inits: 1},
+			want:  Assignment{{nv("GPU-1", 2000, 0)}, nil, {nv("GPU-1", 3000, 0)}},
 		},
 		{
 			name:          "rejection names the failing container",
@@ -342,28 +342,28 @@ func TestFitPod(t *testing.T) {
 			name:  "NUMA bind puts both cards on one NUMA node",
 			cards: []Card{testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(1)), testCard("GPU-2", onNUMA(1))},
 			req:   PodRequest{Containers: []Request{{Count: 2, MemoryMiB: 1000}}, Preferences: Preferences{NUMABind: true}},
-			want:  Assignment{{nv("GPU-1", 1000, 0), nv("GPU-2", 1000, 0)}},
+			want:  Assignment{{nv("GPU-2", 1000, 0), nv("GPU-1", 1000, 0)}},
 		},
 		{
 			name:  "without NUMA bind the cards may span NUMA nodes",
-			cards: []Card{testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(1)), testCard("GPU-2", onNUMA(1))},
+			cards: []Card{testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(1))},
 			req:   one(Request{Count: 2, MemoryMiB: 1000}),
-			want:  Assignment{{nv("GPU-0", 1000, 0), nv("GPU-1", 1000, 0)}},
+			want:  Assignment{{nv("GPU-1", 1000, 0), nv("GPU-0", 1000, 0)}},
 		},
 		{
-			name: "NUMA bind skips a NUMA node with a refused card",
+			name: "NUMA bind drops the picks of a NUMA node with a refused card",
 			cards: []Card{
-				testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(0), unhealthy),
-				testCard("GPU-2", onNUMA(1)), testCard("GPU-3", onNUMA(1)),
+				testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(0)),
+				testCard("GPU-2", onNUMA(1)), testCard("GPU-3", onNUMA(1), unhealthy),
 			},
 			req:  PodRequest{Containers: []Request{{Count: 2, MemoryMiB: 1000}}, Preferences: Preferences{NUMABind: true}},
-			want: Assignment{{nv("GPU-2", 1000, 0), nv("GPU-3", 1000, 0)}},
+			want: Assignment{{nv("GPU-1", 1000, 0), nv("GPU-0", 1000, 0)}},
 		},
 		{
 			name:         "NUMA bind fails when no NUMA node has two free cards",
 			cards:        []Card{testCard("GPU-0", onNUMA(0)), testCard("GPU-1", onNUMA(1))},
 			req:          PodRequest{Containers: []Request{{Count: 2, MemoryMiB: 1000}}, Preferences: Preferences{NUMABind: true}},
-			wantReason:   "1/2 cards free on one NUMA node, 2 wanted",
+			wantReason:   "1/2 cards: dropped for another NUMA node, 1/2 cards free on one NUMA node, 2 wanted",
 			wantNUMABind: true,
 		},
 		{
@@ -419,7 +419,7 @@ func TestFitPod(t *testing.T) {
 			name:       "node without cards",
 			cards:      nil,
 			req:        one(mem1000),
-			wantReason: "no card",
+			wantReason: "1 cards wanted, node has 0",
 		},
 	}
 	for _, tt := range tests {

@@ -47,10 +47,7 @@ func DecodeInventory(s string) ([]Card, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := validateInventory(cards); err != nil {
-		return nil, err
-	}
-	return cards, nil
+	return normalizeInventory(cards)
 }
 
 func decodeJSONInventory(s string) ([]Card, error) {
@@ -95,15 +92,15 @@ func decodeLegacyCard(entry string) (Card, error) {
 	if len(f) != 7 && len(f) != 9 {
 		return Card{}, fmt.Errorf("legacy card %q: want 7 or 9 fields, got %d", entry, len(f))
 	}
-	split, err := parseNonNegative(f[1], "count")
+	split, err := parseInt32(f[1], "count")
 	if err != nil {
 		return Card{}, fmt.Errorf("legacy card %q: %w", entry, err)
 	}
-	mem, err := parseNonNegative(f[2], "devmem")
+	mem, err := parseInt32(f[2], "devmem")
 	if err != nil {
 		return Card{}, fmt.Errorf("legacy card %q: %w", entry, err)
 	}
-	cores, err := parseNonNegative(f[3], "devcore")
+	cores, err := parseInt32(f[3], "devcore")
 	if err != nil {
 		return Card{}, fmt.Errorf("legacy card %q: %w", entry, err)
 	}
@@ -129,26 +126,57 @@ func decodeLegacyCard(entry string) (Card, error) {
 	return c, nil
 }
 
-func validateInventory(cards []Card) error {
+// normalizeInventory checks the decoded cards and settles what HAMi
+// tolerates:
+//   - a later card with the UUID of an earlier one is dropped. HAMi keeps
+//     both, may then give both to one container (the same UUID twice in the
+//     assignment) and books the usage of either on the first; keeping the
+//     first alone is the safe equivalent;
+//   - a card with a negative count, devmem or devcore is kept as unhealthy:
+//     HAMi never places on a negative count or devcore, and a negative
+//     devmem would let it grant negative memory;
+//   - a negative numa is kept: it is only an ordering key.
+//
+// A negative index fails the node as in HAMi (its JSON field is unsigned,
+// and its legacy decoder refuses it), as do a missing id and an id that
+// would break the assignment encoding.
+func normalizeInventory(cards []Card) ([]Card, error) {
 	if len(cards) == 0 {
-		return fmt.Errorf("register annotation lists no card")
+		return nil, fmt.Errorf("register annotation lists no card")
 	}
-	seen := make(map[string]struct{}, len(cards))
+	out := cards[:0]
 	for i, c := range cards {
 		switch {
 		case c.UUID == "":
-			return fmt.Errorf("card %d has no id", i)
-		case c.Split < 0 || c.MemoryMiB < 0 || c.Cores < 0 || c.NUMA < 0 || c.Index < 0:
-			return fmt.Errorf("card %s has a negative count, devmem, devcore, numa or index", c.UUID)
+			return nil, fmt.Errorf("card %d has no id", i)
+		case c.Index < 0:
+			return nil, fmt.Errorf("card %s has a negative index %d", c.UUID, c.Index)
 		case strings.ContainsAny(c.UUID, ",:;"):
-			return fmt.Errorf("card id %q contains a separator (, : or ;)", c.UUID)
+			return nil, fmt.Errorf("card id %q contains a separator (, : or ;)", c.UUID)
 		}
-		if _, dup := seen[c.UUID]; dup {
-			return fmt.Errorf("card %s is listed twice", c.UUID)
+		if c.Split < 0 || c.MemoryMiB < 0 || c.Cores < 0 {
+			c.Healthy = false
 		}
-		seen[c.UUID] = struct{}{}
+		dup := false
+		for _, kept := range out {
+			if kept.UUID == c.UUID {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			out = append(out, c)
+		}
 	}
-	return nil
+	return out, nil
+}
+
+func parseInt32(s, what string) (int32, error) {
+	v, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, fmt.Errorf("%s %q is not a 32-bit integer", what, s)
+	}
+	return int32(v), nil
 }
 
 // ApplyCordon marks the cards named in a hami.io/device-cordon value (a

@@ -103,23 +103,50 @@ func TestDecodeInventory(t *testing.T) {
 		{name: "JSON object, not an array", in: `{"id":"GPU-0","count":10,"health":true}`, wantErr: []string{"single JSON object", "JSON array"}},
 		{name: "JSON null", in: `null`, wantErr: []string{"neither a JSON array nor legacy"}},
 		{name: "JSON card without id", in: `[{"count":10,"health":true}]`, wantErr: []string{"card 0 has no id"}},
+		// HAMi accepts these nodes (see normalizeInventory).
 		{
-			name:    "duplicate ids",
-			in:      `[{"id":"GPU-0","count":1},{"id":"GPU-1","count":1},{"id":"GPU-0","count":1}]`,
-			wantErr: []string{"GPU-0", "listed twice"},
+			name: "duplicate ids: the first card is kept",
+			in:   `[{"id":"GPU-0","count":1,"health":true},{"id":"GPU-1","count":1},{"id":"GPU-0","count":7,"health":true}]`,
+			want: []Card{{UUID: "GPU-0", Split: 1, Mode: DefaultMode, Healthy: true}, {UUID: "GPU-1", Split: 1, Mode: DefaultMode}},
 		},
 		{
-			name:    "duplicate legacy ids",
-			in:      `GPU-a,10,7680,100,T4,0,true:GPU-a,10,7680,100,T4,0,true:`,
-			wantErr: []string{"GPU-a", "listed twice"},
+			name: "duplicate legacy ids: the first card is kept",
+			in:   `GPU-a,10,7680,100,T4,0,true:GPU-a,5,7680,100,T4,0,true:`,
+			want: []Card{{UUID: "GPU-a", Split: 10, MemoryMiB: 7680, Cores: 100, Model: "T4", Mode: DefaultMode, Healthy: true}},
 		},
-		{name: "negative JSON count", in: `[{"id":"GPU-0","count":-1}]`, wantErr: []string{"GPU-0", "negative"}},
-		{name: "negative JSON devmem", in: `[{"id":"GPU-0","devmem":-1}]`, wantErr: []string{"negative"}},
-		{name: "negative JSON devcore", in: `[{"id":"GPU-0","devcore":-100}]`, wantErr: []string{"negative"}},
-		{name: "negative JSON numa", in: `[{"id":"GPU-0","numa":-1}]`, wantErr: []string{"negative"}},
-		{name: "negative JSON index", in: `[{"id":"GPU-0","index":-1}]`, wantErr: []string{"negative"}},
-		{name: "negative legacy devmem", in: `GPU-a,10,-7680,100,T4,0,true:`, wantErr: []string{"devmem -7680 is negative"}},
-		{name: "negative legacy numa", in: `GPU-a,10,7680,100,T4,-1,true:`, wantErr: []string{"negative"}},
+		{
+			name: "negative JSON count: card kept unhealthy",
+			in:   `[{"id":"GPU-0","count":-1,"health":true},{"id":"GPU-1","count":1,"health":true}]`,
+			want: []Card{{UUID: "GPU-0", Split: -1, Mode: DefaultMode}, {UUID: "GPU-1", Split: 1, Mode: DefaultMode, Healthy: true}},
+		},
+		{
+			name: "negative JSON devmem: card kept unhealthy",
+			in:   `[{"id":"GPU-0","devmem":-1,"health":true}]`,
+			want: []Card{{UUID: "GPU-0", MemoryMiB: -1, Mode: DefaultMode}},
+		},
+		{
+			name: "negative JSON devcore: card kept unhealthy",
+			in:   `[{"id":"GPU-0","devcore":-100,"health":true}]`,
+			want: []Card{{UUID: "GPU-0", Cores: -100, Mode: DefaultMode}},
+		},
+		{
+			name: "negative JSON numa is kept",
+			in:   `[{"id":"GPU-0","numa":-1,"health":true}]`,
+			want: []Card{{UUID: "GPU-0", NUMA: -1, Mode: DefaultMode, Healthy: true}},
+		},
+		{
+			name: "negative legacy devmem: card kept unhealthy",
+			in:   `GPU-a,10,-7680,100,T4,0,true:`,
+			want: []Card{{UUID: "GPU-a", Split: 10, MemoryMiB: -7680, Cores: 100, Model: "T4", Mode: DefaultMode}},
+		},
+		{
+			name: "negative legacy numa is kept",
+			in:   `GPU-a,10,7680,100,T4,-1,true:`,
+			want: []Card{{UUID: "GPU-a", Split: 10, MemoryMiB: 7680, Cores: 100, Model: "T4", NUMA: -1, Mode: DefaultMode, Healthy: true}},
+		},
+		// HAMi refuses a negative index (unsigned JSON field; legacy check).
+		{name: "negative JSON index", in: `[{"id":"GPU-0","index":-1}]`, wantErr: []string{"GPU-0", "negative index -1"}},
+		{name: "legacy count beyond 32 bits", in: `GPU-a,4294967296,7680,100,T4,0,true:`, wantErr: []string{`count "4294967296"`}},
 		{name: "negative legacy index", in: `GPU-a,10,7680,100,T4,0,true,-1,hami-core:`, wantErr: []string{"index -1 is negative"}},
 		{name: "legacy 6 fields", in: `GPU-a,10,7680,100,T4,0:`, wantErr: []string{"want 7 or 9 fields, got 6"}},
 		{name: "legacy 8 fields", in: `GPU-a,10,7680,100,T4,0,true,1:`, wantErr: []string{"want 7 or 9 fields, got 8"}},
@@ -249,7 +276,7 @@ func FuzzDecodeInventory(f *testing.F) {
 				t.Fatalf("DecodeInventory(%q): duplicate UUID %q", s, c.UUID)
 			}
 			seen[c.UUID] = true
-			if c.Index < 0 || c.Split < 0 || c.MemoryMiB < 0 || c.Cores < 0 || c.NUMA < 0 {
+			if c.Index < 0 || (c.Healthy && (c.Split < 0 || c.MemoryMiB < 0 || c.Cores < 0)) {
 				t.Fatalf("DecodeInventory(%q): negative field in %+v", s, c)
 			}
 			if c.Mode == "" {

@@ -1,5 +1,11 @@
 package devices
 
+import (
+	"slices"
+	"strconv"
+	"strings"
+)
+
 // Card is one physical device on a node, as its device plugin registered it.
 type Card struct {
 	// UUID identifies the card, e.g. GPU-c53c0221-f097-5b48-427f-1a4f0f0ab91d.
@@ -22,30 +28,90 @@ type Card struct {
 	Healthy bool
 	// Cordoned cards take no new work (hami.io/device-cordon).
 	Cordoned bool
+	// Links are the card's topology scores to other cards of the node
+	// (hami.io/node-nvidia-score), encoded as "uuid=score" items joined by
+	// ",", so that Card stays comparable; empty when the node publishes
+	// none. Read them with LinkScores.
+	Links string
 }
 
-// Usage is what the containers placed on one card consume of it.
+// LinkScores decodes c.Links into a map from card UUID to score.
+func (c *Card) LinkScores() map[string]int {
+	if c.Links == "" {
+		return nil
+	}
+	m := make(map[string]int)
+	for item := range strings.SplitSeq(c.Links, ",") {
+		i := strings.LastIndexByte(item, '=')
+		if i < 0 {
+			continue
+		}
+		if n, err := strconv.Atoi(item[i+1:]); err == nil {
+			m[item[:i]] = n
+		}
+	}
+	return m
+}
+
+// EncodeLinks encodes topology scores for Card.Links, in UUID order.
+// UUIDs containing a separator cannot name a card and are left out.
+func EncodeLinks(scores map[string]int) string {
+	ids := make([]string, 0, len(scores))
+	for id := range scores {
+		if !strings.ContainsAny(id, ",:;") {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(id)
+		b.WriteByte('=')
+		b.WriteString(strconv.Itoa(scores[id]))
+	}
+	return b.String()
+}
+
+// Usage is what the containers placed on one card consume of it. Sums are
+// int64 so that many grants on one card cannot overflow; single grants and
+// card capacities stay int32 (HAMi's annotation values).
 type Usage struct {
 	// Sharers is the number of containers using the card.
 	Sharers int32
 	// MemoryMiB is the memory granted to them.
-	MemoryMiB int32
+	MemoryMiB int64
 	// Cores is the core share granted to them.
-	Cores int32
+	Cores int64
 }
 
 // Add accounts one more grant on the card.
 func (u *Usage) Add(g Grant) {
 	u.Sharers++
-	u.MemoryMiB += g.MemoryMiB
-	u.Cores += g.Cores
+	u.MemoryMiB += int64(g.MemoryMiB)
+	u.Cores += int64(g.Cores)
 }
 
 // Sub removes one grant from the card, never going below zero.
 func (u *Usage) Sub(g Grant) {
 	u.Sharers = max(u.Sharers-1, 0)
-	u.MemoryMiB = max(u.MemoryMiB-g.MemoryMiB, 0)
-	u.Cores = max(u.Cores-g.Cores, 0)
+	u.MemoryMiB = max(u.MemoryMiB-int64(g.MemoryMiB), 0)
+	u.Cores = max(u.Cores-int64(g.Cores), 0)
+}
+
+// plus adds another usage; minus removes it, never going below zero.
+func (u *Usage) plus(o Usage) {
+	u.Sharers += o.Sharers
+	u.MemoryMiB += o.MemoryMiB
+	u.Cores += o.Cores
+}
+
+func (u *Usage) minus(o Usage) {
+	u.Sharers = max(u.Sharers-o.Sharers, 0)
+	u.MemoryMiB = max(u.MemoryMiB-o.MemoryMiB, 0)
+	u.Cores = max(u.Cores-o.Cores, 0)
 }
 
 // Request is what one container asks of one vendor's cards.
@@ -97,24 +163,55 @@ func (a Assignment) Empty() bool {
 	return true
 }
 
-// ApplyGrants adds every grant of a to the usage of the card it names, or
-// removes it when add is false. cards and used are index-aligned; grants
-// naming a card not in cards are ignored.
-func ApplyGrants(cards []Card, used []Usage, a Assignment, add bool) {
-	for _, container := range a {
-		for _, g := range container {
-			for i := range cards {
-				if cards[i].UUID != g.UUID {
+// ApplyGrants adds a pod's assignment to the usage of the cards it names,
+// or removes it when add is false. cards and used are index-aligned; grants
+// naming a card not in cards are ignored. The first inits entries of a are
+// init containers, which run one after another before the regular ones
+// (HAMi's collapsed accounting): per card, memory and cores count
+// max(largest init grant, sum of regular grants) and sharers
+// max(1 if an init container uses the card, number of regular grants).
+// inits <= 0 sums every entry. Once every init container has terminated
+// with exit code 0, pass a.Regular(inits) and 0 to count the regular
+// containers alone. Adding and removing with the same arguments cancel out.
+func ApplyGrants(cards []Card, used []Usage, a Assignment, inits int, add bool) {
+	inits = max(min(inits, len(a)), 0)
+	for i := range cards {
+		var regular, peak Usage
+		initUses := false
+		for ci, container := range a {
+			for _, g := range container {
+				if g.UUID != cards[i].UUID {
 					continue
 				}
-				if add {
-					used[i].Add(g)
+				if ci < inits {
+					initUses = true
+					peak.MemoryMiB = max(peak.MemoryMiB, int64(g.MemoryMiB))
+					peak.Cores = max(peak.Cores, int64(g.Cores))
 				} else {
-					used[i].Sub(g)
+					regular.Add(g)
 				}
 			}
 		}
+		if !initUses && regular.Sharers == 0 {
+			continue
+		}
+		if initUses {
+			regular.Sharers = max(regular.Sharers, 1)
+			regular.MemoryMiB = max(regular.MemoryMiB, peak.MemoryMiB)
+			regular.Cores = max(regular.Cores, peak.Cores)
+		}
+		if add {
+			used[i].plus(regular)
+		} else {
+			used[i].minus(regular)
+		}
 	}
+}
+
+// Regular returns the entries of the regular containers: a without its
+// first inits entries.
+func (a Assignment) Regular(inits int) Assignment {
+	return a[max(min(inits, len(a)), 0):]
 }
 
 // Grants calls fn for every grant of every container.
@@ -132,20 +229,32 @@ type Preferences struct {
 	UseModels, AvoidModels []string
 	// UseUUIDs and AvoidUUIDs are exact card UUIDs.
 	UseUUIDs, AvoidUUIDs []string
-	// NUMABind asks for all cards of a container on one NUMA node.
+	// NUMABind asks for all cards of a container on one NUMA node
+	// (nvidia.com/numa-bind: true).
 	NUMABind bool
 	// Mode restricts cards to a sharing mode (hami-core, mig, mps); empty: any.
 	Mode string
-	// Policy orders the cards tried: binpack or spread.
+	// Policy is the raw hami.io/gpu-scheduler-policy value, or the
+	// scheduler's default when the pod has none: a single word or a
+	// comma-separated chain (see FitPod). Unknown words behave as spread.
 	Policy CardPolicy
-	// Exclusive asks for cards no other container uses (policy "mutex").
+	// Exclusive asks for cards no other container uses; FitPod also sets it
+	// itself when Policy names mutex.
 	Exclusive bool
+	// Weights weigh the card score (hami.io/device-scoring-weights); the
+	// zero value means HAMi's default 1,1,1.
+	Weights ScoringWeights
+	// Invalid, when set, says why the pod's annotations make it fit no node
+	// (e.g. invalid scoring weights); FitPod then rejects it everywhere.
+	Invalid string
 }
 
 // PodRequest is what a pod asks of one vendor: one Request per container,
 // init containers first, plus the pod's card preferences.
 type PodRequest struct {
-	Containers  []Request
+	Containers []Request
+	// Inits is how many of the first Containers are init containers.
+	Inits       int
 	Preferences Preferences
 }
 
@@ -159,7 +268,8 @@ func (p PodRequest) IsZero() bool {
 	return true
 }
 
-// CardPolicy orders a node's cards when several could take a container.
+// CardPolicy orders a node's cards when several could take a container
+// (hami.io/gpu-scheduler-policy): one word, or a comma-separated chain.
 type CardPolicy string
 
 const (
@@ -167,6 +277,15 @@ const (
 	CardSpread CardPolicy = "spread"
 	// CardBinpack prefers the most used cards.
 	CardBinpack CardPolicy = "binpack"
+	// CardMutex, anywhere in a chain, takes only cards nobody uses; alone it
+	// also tries the cards with the fewest users first.
+	CardMutex CardPolicy = "mutex"
+	// CardNUMA, in a chain, orders cards by NUMA node (a sort key, not a
+	// constraint).
+	CardNUMA CardPolicy = "numa"
+	// CardTopologyAware, anywhere in a chain, picks cards by the node's
+	// hami.io/node-nvidia-score link scores.
+	CardTopologyAware CardPolicy = "topology-aware"
 )
 
 // NodePolicy orders nodes.

@@ -88,15 +88,101 @@ func TestPodRequestIsZero(t *testing.T) {
 }
 
 func TestApplyGrants(t *testing.T) {
-	cards := []Card{{UUID: "GPU-0"}, {UUID: "GPU-1"}}
-	a := Assignment{nil, {{UUID: "GPU-1", MemoryMiB: 100, Cores: 10}, {UUID: "GPU-elsewhere", MemoryMiB: 5}}, {{UUID: "GPU-1", MemoryMiB: 50}}}
-	used := make([]Usage, 2)
-	ApplyGrants(cards, used, a, true)
-	if want := []Usage{{}, {Sharers: 2, MemoryMiB: 150, Cores: 10}}; used[0] != want[0] || used[1] != want[1] {
-		t.Fatalf("after add: %v, want %v", used, want)
+	g := func(id string, mem, cores int32) Grant {
+		return Grant{UUID: id, Vendor: "NVIDIA", MemoryMiB: mem, Cores: cores}
 	}
-	ApplyGrants(cards, used, a, false)
-	if used[0] != (Usage{}) || used[1] != (Usage{}) {
-		t.Errorf("after remove: %v, want zero", used)
+	cards := []Card{{UUID: "GPU-0"}, {UUID: "GPU-1"}}
+	tests := []struct {
+		name  string
+		a     Assignment
+		inits int
+		want  []Usage
+	}{
+		{
+			name: "regular containers sum; unknown cards ignored",
+			a:    Assignment{nil, {g("GPU-1", 100, 10), g("GPU-elsewhere", 5, 0)}, {g("GPU-1", 50, 0)}},
+			want: []Usage{{}, {Sharers: 2, MemoryMiB: 150, Cores: 10}},
+		},
+		{
+			name:  "init containers count their largest grant once",
+			a:     Assignment{{g("GPU-0", 300, 10)}, {g("GPU-0", 500, 5)}, nil},
+			inits: 2,
+			want:  []Usage{{Sharers: 1, MemoryMiB: 500, Cores: 10}, {}},
+		},
+		{
+			name:  "init peak above the regular sum wins per field",
+			a:     Assignment{{g("GPU-0", 3000, 5)}, {g("GPU-0", 1000, 20)}, {g("GPU-0", 1000, 20)}},
+			inits: 1,
+			want:  []Usage{{Sharers: 2, MemoryMiB: 3000, Cores: 40}, {}},
+		},
+		{
+			name:  "regular sum above the init peak wins",
+			a:     Assignment{{g("GPU-0", 1000, 50)}, {g("GPU-0", 1500, 30)}, {g("GPU-0", 1500, 30)}},
+			inits: 1,
+			want:  []Usage{{Sharers: 2, MemoryMiB: 3000, Cores: 60}, {}},
+		},
+		{
+			name:  "init and regular on different cards",
+			a:     Assignment{{g("GPU-0", 1000, 50)}, {g("GPU-1", 200, 0)}},
+			inits: 1,
+			want:  []Usage{{Sharers: 1, MemoryMiB: 1000, Cores: 50}, {Sharers: 1, MemoryMiB: 200}},
+		},
+		{
+			name:  "inits 0 sums the init entries as regular ones",
+			a:     Assignment{{g("GPU-0", 1000, 50)}, {g("GPU-0", 200, 0)}},
+			inits: 0,
+			want:  []Usage{{Sharers: 2, MemoryMiB: 1200, Cores: 50}, {}},
+		},
+		{
+			name:  "inits beyond the entries: all are init",
+			a:     Assignment{{g("GPU-0", 1000, 50)}, {g("GPU-0", 200, 0)}},
+			inits: 5,
+			want:  []Usage{{Sharers: 1, MemoryMiB: 1000, Cores: 50}, {}},
+		},
+		{
+			name:  "regular only after the init containers finished",
+			a:     Assignment{{g("GPU-0", 3000, 90)}, {g("GPU-0", 1000, 20)}}.Regular(1),
+			inits: 0,
+			want:  []Usage{{Sharers: 1, MemoryMiB: 1000, Cores: 20}, {}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			base := Usage{Sharers: 1, MemoryMiB: 7, Cores: 3}
+			used := []Usage{base, base}
+			ApplyGrants(cards, used, tt.a, tt.inits, true)
+			for i := range used {
+				want := tt.want[i]
+				want.plus(base)
+				if used[i] != want {
+					t.Errorf("after add, card %d: %+v, want %+v", i, used[i], want)
+				}
+			}
+			ApplyGrants(cards, used, tt.a, tt.inits, false)
+			if used[0] != base || used[1] != base {
+				t.Errorf("after remove: %+v, want %+v twice", used, base)
+			}
+		})
+	}
+}
+
+func TestApplyGrantsRemoveStopsAtZero(t *testing.T) {
+	cards := []Card{{UUID: "GPU-0"}}
+	used := []Usage{{Sharers: 1, MemoryMiB: 100, Cores: 10}}
+	ApplyGrants(cards, used, Assignment{{{UUID: "GPU-0", MemoryMiB: 500, Cores: 50}, {UUID: "GPU-0", MemoryMiB: 1}}}, 0, false)
+	if used[0] != (Usage{}) {
+		t.Errorf("got %+v, want zero", used[0])
+	}
+}
+
+func TestAssignmentRegular(t *testing.T) {
+	a := Assignment{{{UUID: "A"}}, nil, {{UUID: "B"}}}
+	for _, tt := range []struct {
+		inits int
+		want  int
+	}{{-1, 3}, {0, 3}, {1, 2}, {3, 0}, {4, 0}} {
+		if got := len(a.Regular(tt.inits)); got != tt.want {
+			t.Errorf("Regular(%d) has %d entries, want %d", tt.inits, got, tt.want)
+		}
 	}
 }

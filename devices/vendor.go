@@ -209,3 +209,21 @@ func Containers(pod *corev1.Pod) []*corev1.Container {
 	}
 	return out
 }
+
+// InitContainersSucceeded reports whether the pod's init containers have
+// all finished well, as HAMi decides it: the pod reports at least one init
+// container status and every one is terminated with exit code 0. From then
+// on HAMi counts the pod's regular containers alone (see ApplyGrants and
+// Assignment.Regular), for good.
+func InitContainersSucceeded(pod *corev1.Pod) bool {
+	statuses := pod.Status.InitContainerStatuses
+	if len(statuses) == 0 {
+		return false
+	}
+	for _, s := range statuses {
+		if s.State.Terminated == nil || s.State.Terminated.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -224,3 +224,28 @@ func TestResourceNamesAll(t *testing.T) {
 }
 
 func ptr(v int32) *int32 { return &v }
+
+func TestInitContainersSucceeded(t *testing.T) {
+	done := corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}
+	failed := corev1.ContainerStatus{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}
+	running := corev1.ContainerStatus{State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}
+	tests := []struct {
+		name     string
+		statuses []corev1.ContainerStatus
+		want     bool
+	}{
+		{name: "no init status yet", want: false},
+		{name: "all terminated with 0", statuses: []corev1.ContainerStatus{done, done}, want: true},
+		{name: "one still running", statuses: []corev1.ContainerStatus{done, running}, want: false},
+		{name: "one failed", statuses: []corev1.ContainerStatus{failed, done}, want: false},
+		{name: "sidecar running (restartPolicy Always) never finishes", statuses: []corev1.ContainerStatus{running}, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := &corev1.Pod{Status: corev1.PodStatus{InitContainerStatuses: tt.statuses}}
+			if got := InitContainersSucceeded(pod); got != tt.want {
+				t.Errorf("InitContainersSucceeded() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -96,7 +96,7 @@ func (p *Plugin) nodeCards(s *cycleState, node string, vi int, dst []devices.Usa
 func releaseRemoved(cards []devices.Card, used []devices.Usage, removed map[types.UID][]devices.Assignment, vi int) {
 	for _, assignments := range removed {
 		if vi < len(assignments) {
-			devices.ApplyGrants(cards, used, assignments[vi], false)
+			devices.ApplyGrants(cards, used, assignments[vi], 0, false) // TODO(lead): pass the pod's init container count
 		}
 	}
 }

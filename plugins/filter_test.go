@@ -23,12 +23,12 @@ func TestPreFilter(t *testing.T) {
 		{name: "pod asking no device is skipped", pod: gpuPod("plain", nil), wantCode: fwk.Skip},
 		{name: "gpu pod proceeds", pod: gpuPod("gpu", gpu(1, 1000, 10)), wantCode: fwk.Success},
 		{
-			name: "fractional count is refused with the resource named",
+			// As in HAMi, an unreadable count asks for no card.
+			name: "fractional count asks for nothing",
 			pod: gpuPod("half", corev1.ResourceList{
 				"nvidia.com/gpu": resource.MustParse("500m"),
 			}),
-			wantCode: fwk.UnschedulableAndUnresolvable,
-			wantMsg:  "nvidia.com/gpu",
+			wantCode: fwk.Skip,
 		},
 		{
 			name: "unknown node policy is refused",
@@ -84,7 +84,7 @@ func TestFilter(t *testing.T) {
 			wantCode: fwk.Unschedulable, wantMsg: "2/2 cards: insufficient memory"},
 		{name: "two cards on two", pod: gpuPod("a", gpu(2, 1000, 0)), node: "small", wantCards: []int{2}},
 		{name: "three cards on two", pod: gpuPod("a", gpu(3, 1000, 0)), node: "small",
-			wantCode: fwk.Unschedulable, wantMsg: "2/2 cards free, 3 wanted"},
+			wantCode: fwk.Unschedulable, wantMsg: "3 cards wanted, node has 2"},
 		{name: "unhealthy card", pod: gpuPod("a", gpu(1, 1000, 0)), node: "sick",
 			wantCode: fwk.Unschedulable, wantMsg: "1/1 cards: unhealthy"},
 		{name: "cordoned card is avoided", pod: gpuPod("a", gpu(2, 1000, 0)), node: "cordoned",

@@ -22,7 +22,9 @@ import (
 // second sharing two cards with 2000 MiB and 30 cores each.
 func TestPreBindWritesTheProtocolAnnotations(t *testing.T) {
 	pod := gpuPod("p", nil, gpu(2, 2000, 30))
-	h := newHarness(t, nil, gpuNode("n1", card("GPU-0a", 15360), card("GPU-0b", 15360)), pod)
+	// HAMi walks the cards from the last registered one: register them in
+	// reverse to get the doc's order.
+	h := newHarness(t, nil, gpuNode("n1", card("GPU-0b", 15360), card("GPU-0a", 15360)), pod)
 	state := h.schedule(pod, "n1")
 	if _, st := h.plugin.PreBindPreFlight(h.ctx, state, pod, "n1"); !st.IsSuccess() {
 		t.Fatalf("PreBindPreFlight: %v", st)

@@ -228,9 +228,10 @@ func TestHandleRules(t *testing.T) {
 			code:    http.StatusInternalServerError,
 		},
 		{
-			name:    "unreadable card preference is refused",
-			pod:     newPod(annotation("nvidia.com/numa-bind", "maybe"), limits("nvidia.com/gpu", "1")),
-			refusal: `nvidia.com/numa-bind="maybe" is not true or false`,
+			// As in HAMi, a numa-bind that is not a boolean means no binding.
+			name:  "unreadable numa-bind is allowed",
+			pod:   newPod(annotation("nvidia.com/numa-bind", "maybe"), limits("nvidia.com/gpu", "1")),
+			patch: []jsonpatch.Operation{addExclusive, setScheduler},
 		},
 		{
 			name:    "pod without containers is refused",

@@ -88,7 +88,7 @@ func (v *Vendor) fitGrouped(cards []devices.Card, used []devices.Usage, req *dev
 			}
 		}
 		a[i] = grants
-		devices.ApplyGrants(cards, scratch, a[i:i+1], true)
+		devices.ApplyGrants(cards, scratch, a[i:i+1], 0, true)
 	}
 	return a, nil
 }

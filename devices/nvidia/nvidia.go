@@ -3,7 +3,9 @@
 package nvidia
 
 import (
+	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -15,7 +17,11 @@ import (
 
 // Annotation keys of the NVIDIA vendor.
 const (
-	RegisterAnnotation   = "hami.io/node-nvidia-register"
+	RegisterAnnotation = "hami.io/node-nvidia-register"
+	// ScoreAnnotation holds the topology scores between the node's cards
+	// (written with the register annotation when the device plugin runs
+	// with ENABLE_TOPOLOGY_SCORE=true).
+	ScoreAnnotation      = "hami.io/node-nvidia-score"
 	ToAllocateAnnotation = "hami.io/vgpu-devices-to-allocate"
 	AllocatedAnnotation  = "hami.io/vgpu-devices-allocated"
 
@@ -143,16 +149,64 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", RegisterAnnotation, err)
 	}
+	cards = nvidiaTyped(cards)
+	if len(cards) == 0 {
+		return nil, fmt.Errorf("%s lists no card whose type names NVIDIA", RegisterAnnotation)
+	}
 	if q, ok := node.Status.Allocatable[v.names.Count]; !ok || q.Sign() <= 0 {
 		return nil, fmt.Errorf("allocatable %s is 0: the device plugin is not serving", v.names.Count)
+	}
+	if raw, ok := node.Annotations[ScoreAnnotation]; ok {
+		// HAMi registers no card at all when the scores do not parse.
+		if err := applyLinkScores(cards, raw); err != nil {
+			return nil, err
+		}
 	}
 	devices.ApplyCordon(cards, node.Annotations[devices.DeviceCordon])
 	return cards, nil
 }
 
+// nvidiaTyped keeps the cards whose type contains "nvidia" in any case:
+// HAMi fits an NVIDIA request only on those (real device plugins always
+// name NVIDIA in the type).
+func nvidiaTyped(cards []devices.Card) []devices.Card {
+	out := cards[:0]
+	for _, c := range cards {
+		if strings.Contains(strings.ToLower(c.Model), "nvidia") {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// linkScores is one element of the score annotation.
+type linkScores struct {
+	UUID  string         `json:"uuid"`
+	Score map[string]int `json:"score"`
+}
+
+// applyLinkScores sets each card's Links from the first entry that names
+// it in a hami.io/node-nvidia-score value.
+func applyLinkScores(cards []devices.Card, raw string) error {
+	var all []linkScores
+	if err := json.Unmarshal([]byte(raw), &all); err != nil {
+		return fmt.Errorf("%s is not a JSON array of {uuid, score}: %v", ScoreAnnotation, err)
+	}
+	for i := range cards {
+		for _, ls := range all {
+			if ls.UUID == cards[i].UUID {
+				cards[i].Links = devices.EncodeLinks(ls.Score)
+				break
+			}
+		}
+	}
+	return nil
+}
+
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
 	if old.Annotations[RegisterAnnotation] != updated.Annotations[RegisterAnnotation] ||
+		old.Annotations[ScoreAnnotation] != updated.Annotations[ScoreAnnotation] ||
 		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon] {
 		return true
 	}
@@ -161,16 +215,16 @@ func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
 	return oldOK != newOK || oq.Cmp(nq) != 0
 }
 
-// ParsePod implements devices.Vendor.
+// ParsePod implements devices.Vendor. Like HAMi, a container whose
+// quantities cannot be read asks for no card rather than failing the pod
+// (see parseContainer); preference annotations with values HAMi does not
+// know fall back to HAMi's defaults.
 func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	var req devices.PodRequest
 	containers := devices.Containers(pod)
 	asked := false
 	for _, c := range containers {
-		r, err := v.parseContainer(c)
-		if err != nil {
-			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-		}
+		r := v.parseContainer(c)
 		if !r.IsZero() {
 			asked = true
 		}
@@ -179,39 +233,40 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if !asked {
 		return devices.PodRequest{}, nil
 	}
-	prefs, err := parsePreferences(pod.Annotations)
-	if err != nil {
-		return devices.PodRequest{}, err
-	}
-	req.Preferences = prefs
+	req.Inits = len(pod.Spec.InitContainers)
+	req.Preferences = parsePreferences(pod.Annotations)
 	return req, nil
 }
 
-// parseContainer reads one container's request, limits before requests.
-func (v *Vendor) parseContainer(c *corev1.Container) (devices.Request, error) {
-	count, ok, err := quantity(c, v.names.Count)
-	if err != nil || !ok || count == 0 {
-		return devices.Request{}, err
+// parseContainer reads one container's request, limits before requests, as
+// HAMi's GenerateResourceRequests does:
+//   - a count that is not a whole number in 1..2^31-1 asks for no card;
+//   - gpumem is multiplied by memoryFactor; a gpumem that is not a whole
+//     number, is negative or exceeds (2^31-1)/memoryFactor makes the
+//     container ask for no card;
+//   - a gpumem-percentage that is not a whole number or is <= 0 is ignored,
+//     above 100 it is 100;
+//   - without gpumem and percentage the memory is defaultMemory (not
+//     multiplied), else the whole card;
+//   - gpucores that are not a whole number are ignored (defaultCores).
+//     Negative gpucores are ignored too, where HAMi would grant negative
+//     cores that corrupt the card's accounting.
+func (v *Vendor) parseContainer(c *corev1.Container) devices.Request {
+	count, ok := wholeQuantity(c, v.names.Count)
+	if !ok || count <= 0 || count > math.MaxInt32 {
+		return devices.Request{}
 	}
-	r := devices.Request{Count: count, Cores: v.defaultCores}
-	mem, memOK, err := quantity(c, v.names.Memory)
-	if err != nil {
-		return devices.Request{}, err
-	}
-	if memOK {
-		// memoryFactor: gpumem is in units of factor MiB. Percentages and
-		// defaultMemory are not multiplied.
-		if int64(mem) > int64(1<<31-1)/int64(v.memoryFactor) {
-			return devices.Request{}, fmt.Errorf("%s %d x memoryFactor %d is above 2147483647 MiB", v.names.Memory, mem, v.memoryFactor)
+	r := devices.Request{Count: int32(count), Cores: v.defaultCores}
+	if q, present := lookup(c, v.names.Memory); present {
+		mem, exact := q.AsInt64()
+		factor := max(int64(v.memoryFactor), 1)
+		if !exact || mem < 0 || mem > math.MaxInt32/factor {
+			return devices.Request{}
 		}
-		r.MemoryMiB = mem * v.memoryFactor
+		r.MemoryMiB = int32(mem * factor)
 	}
-	pct, pctOK, err := quantity(c, v.names.MemoryPercentage)
-	if err != nil {
-		return devices.Request{}, err
-	}
-	if pctOK && pct > 0 {
-		r.MemoryPercent = min(pct, 100)
+	if pct, ok := wholeQuantity(c, v.names.MemoryPercentage); ok && pct > 0 {
+		r.MemoryPercent = int32(min(pct, 100))
 	}
 	if r.MemoryMiB == 0 && r.MemoryPercent == 0 {
 		if v.defaultMemory > 0 {
@@ -220,23 +275,35 @@ func (v *Vendor) parseContainer(c *corev1.Container) (devices.Request, error) {
 			r.MemoryPercent = 100
 		}
 	}
-	cores, coresOK, err := quantity(c, v.names.Cores)
-	if err != nil {
-		return devices.Request{}, err
+	if cores, ok := wholeQuantity(c, v.names.Cores); ok && cores >= 0 {
+		r.Cores = int32(min(cores, math.MaxInt32))
 	}
-	if coresOK {
-		r.Cores = cores
-	}
-	return r, nil
+	return r
 }
 
-// quantity reads a whole, non-negative resource quantity from limits, then
-// requests.
-func quantity(c *corev1.Container, name corev1.ResourceName) (int32, bool, error) {
+// lookup finds a resource in the limits, then the requests.
+func lookup(c *corev1.Container, name corev1.ResourceName) (resource.Quantity, bool) {
 	q, ok := c.Resources.Limits[name]
 	if !ok {
 		q, ok = c.Resources.Requests[name]
 	}
+	return q, ok
+}
+
+// wholeQuantity reads a resource as a whole number; ok is false when it is
+// absent or not a whole number.
+func wholeQuantity(c *corev1.Container, name corev1.ResourceName) (int64, bool) {
+	q, ok := lookup(c, name)
+	if !ok {
+		return 0, false
+	}
+	return q.AsInt64()
+}
+
+// quantity reads a whole, non-negative resource quantity from limits, then
+// requests; the admission webhook refuses anything else.
+func quantity(c *corev1.Container, name corev1.ResourceName) (int32, bool, error) {
+	q, ok := lookup(c, name)
 	if !ok {
 		return 0, false, nil
 	}
@@ -247,7 +314,11 @@ func quantity(c *corev1.Container, name corev1.ResourceName) (int32, bool, error
 	return int32(v), true, nil
 }
 
-func parsePreferences(annotations map[string]string) (devices.Preferences, error) {
+// parsePreferences reads the pod's card annotations. As in HAMi, a
+// numa-bind value that is not a true boolean means no binding, and the card
+// policy is kept as written (FitPod orders unknown words as spread).
+// Invalid scoring weights make the pod fit no node (Preferences.Invalid).
+func parsePreferences(annotations map[string]string) devices.Preferences {
 	p := devices.Preferences{
 		UseModels:   upperList(annotations[UseModelAnnotation]),
 		AvoidModels: upperList(annotations[AvoidModelAnnotation]),
@@ -257,37 +328,29 @@ func parsePreferences(annotations map[string]string) (devices.Preferences, error
 	}
 	if s, ok := annotations[NUMABindAnnotation]; ok {
 		bind, err := strconv.ParseBool(s)
+		p.NUMABind = err == nil && bind
+	}
+	if policy, ok := annotations[devices.CardPolicyAnnotation]; ok {
+		p.Policy = devices.CardPolicy(policy)
+		if policy == "" {
+			// HAMi orders by an empty policy as by spread; an empty Policy
+			// would take the scheduler's default instead.
+			p.Policy = devices.CardSpread
+		}
+		for _, item := range trimmedList(policy) {
+			if item == string(devices.CardMutex) {
+				p.Exclusive = true
+			}
+		}
+	}
+	if s, ok := annotations[devices.ScoringWeightsAnnotation]; ok {
+		w, err := devices.ParseScoringWeights(s)
 		if err != nil {
-			return devices.Preferences{}, fmt.Errorf("annotation %s=%q is not true or false", NUMABindAnnotation, s)
+			p.Invalid = err.Error()
 		}
-		p.NUMABind = bind
+		p.Weights = w
 	}
-	if err := applyCardPolicy(&p, annotations[devices.CardPolicyAnnotation]); err != nil {
-		return devices.Preferences{}, err
-	}
-	return p, nil
-}
-
-// applyCardPolicy reads hami.io/gpu-scheduler-policy: a comma-separated
-// chain of binpack or spread (card order), numa (all cards of a container
-// on one NUMA node), mutex (cards nobody else uses) and topology-aware
-// (accepted; placement falls back to the card order until topology scores
-// are used).
-func applyCardPolicy(p *devices.Preferences, value string) error {
-	for _, item := range trimmedList(value) {
-		switch item {
-		case string(devices.CardBinpack), string(devices.CardSpread):
-			p.Policy = devices.CardPolicy(item)
-		case "numa":
-			p.NUMABind = true
-		case "mutex":
-			p.Exclusive = true
-		case "topology-aware":
-		default:
-			return fmt.Errorf("annotation %s=%q: %q is not one of binpack, spread, numa, mutex, topology-aware", devices.CardPolicyAnnotation, value, item)
-		}
-	}
-	return nil
+	return p
 }
 
 func trimmedList(s string) []string {

@@ -186,10 +186,11 @@ func TestParsePod(t *testing.T) {
 			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 500}}},
 		},
 		{
-			name:    "memoryFactor overflow",
-			cfg:     devices.Config{MemoryFactor: 1024},
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "2097152")),
-			wantErr: []string{"nvidia.com/gpumem 2097152 x memoryFactor 1024 is above 2147483647"},
+			// HAMi: gpumem x memoryFactor above 2^31-1 asks for no card.
+			name: "memoryFactor overflow asks for no card",
+			cfg:  devices.Config{MemoryFactor: 1024},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "2097152")),
+			want: devices.PodRequest{},
 		},
 		{
 			name: "gpumem with a suffix",
@@ -281,7 +282,7 @@ func TestParsePod(t *testing.T) {
 				{Count: 1, MemoryMiB: 1000},
 				{},
 				{Count: 2, MemoryPercent: 100, Cores: 25},
-			}},
+			}, Inits: 1},
 		},
 		{
 			name: "pod asking nothing",
@@ -332,8 +333,9 @@ func TestParsePod(t *testing.T) {
 			pod: pod(map[string]string{devices.CardPolicyAnnotation: "binpack, numa,mutex,topology-aware"},
 				limits("main", "nvidia.com/gpu", "1")),
 			want: devices.PodRequest{
-				Containers:  []devices.Request{{Count: 1, MemoryPercent: 100}},
-				Preferences: devices.Preferences{Policy: devices.CardBinpack, NUMABind: true, Exclusive: true},
+				Containers: []devices.Request{{Count: 1, MemoryPercent: 100}},
+				// numa is a sort key, not a binding; the chain is kept as written.
+				Preferences: devices.Preferences{Policy: "binpack, numa,mutex,topology-aware", Exclusive: true},
 			},
 		},
 		{
@@ -349,52 +351,158 @@ func TestParsePod(t *testing.T) {
 			name: "empty preference annotations",
 			pod: pod(map[string]string{UseModelAnnotation: "", AvoidUUIDAnnotation: " , ", devices.CardPolicyAnnotation: ""},
 				limits("main", "nvidia.com/gpu", "1")),
+			// An empty policy orders as spread in HAMi, whatever the default.
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{Policy: devices.CardSpread}},
+		},
+		// Quantities HAMi cannot read make the container ask for no card (or
+		// are ignored); they never fail the pod.
+		{
+			name: "fractional count asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1.5")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "negative count asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "-1")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "count beyond 32 bits asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "4294967297")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "count from requests when limits lack it",
+			pod: pod(nil, corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")},
+			}}),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 2, MemoryPercent: 100}}},
+		},
+		{
+			name: "negative gpumem asks nothing",
+			pod:  pod(nil, limits("worker", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "-1")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "gpumem beyond 32 bits asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3Gi")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "fractional gpumem asks nothing",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000.5")),
+			want: devices.PodRequest{},
+		},
+		{
+			name: "bad gpumem in one container leaves the others",
+			pod: pod(nil, limits("a", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "-5"),
+				limits("b", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "100")),
+			want: devices.PodRequest{Containers: []devices.Request{{}, {Count: 1, MemoryMiB: 100}}},
+		},
+		{
+			name: "fractional gpumem-percentage is ignored",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "12.5")),
 			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}},
 		},
 		{
-			name:    "fractional count",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1.5")),
-			wantErr: []string{"container main", "nvidia.com/gpu", "not a whole number"},
+			name: "gpumem-percentage 0 is ignored",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "0")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}},
 		},
 		{
-			name:    "negative count",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "-1")),
-			wantErr: []string{"container main", "nvidia.com/gpu -1"},
+			name: "gpumem-percentage above 100 is 100",
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "150")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}},
 		},
 		{
-			name:    "negative gpumem",
-			pod:     pod(nil, limits("worker", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "-1")),
-			wantErr: []string{"container worker", "nvidia.com/gpumem -1"},
+			name: "fractional gpucores take the default cores",
+			cfg:  devices.Config{DefaultCores: 20},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "0.5")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100, Cores: 20}}},
 		},
 		{
-			name:    "gpumem beyond 32 bits",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "3Gi")),
-			wantErr: []string{"nvidia.com/gpumem 3Gi", "between 0 and 2147483647"},
+			name: "negative gpucores take the default cores",
+			cfg:  devices.Config{DefaultCores: 20},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "-30")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100, Cores: 20}}},
 		},
 		{
-			name:    "fractional gpumem-percentage",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "12.5")),
-			wantErr: []string{"nvidia.com/gpumem-percentage"},
+			name: "bad quantity in an init container",
+			pod: &corev1.Pod{Spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{limits("init", "nvidia.com/gpu", "1.5")},
+				Containers:     []corev1.Container{limits("main", "nvidia.com/gpu", "1")},
+			}},
+			want: devices.PodRequest{Containers: []devices.Request{{}, {Count: 1, MemoryPercent: 100}}, Inits: 1},
+		},
+		// memoryFactor multiplies gpumem only.
+		{
+			name: "memoryFactor multiplies gpumem",
+			cfg:  devices.Config{MemoryFactor: 3},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 3000}}},
 		},
 		{
-			name:    "fractional gpucores",
-			pod:     pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpucores", "0.5")),
-			wantErr: []string{"nvidia.com/gpucores 500m"},
+			name: "memoryFactor 1 leaves gpumem",
+			cfg:  devices.Config{MemoryFactor: 1},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 1000}}},
 		},
 		{
-			name:    "bad quantity in an init container",
-			pod:     &corev1.Pod{Spec: corev1.PodSpec{InitContainers: []corev1.Container{limits("init", "nvidia.com/gpu", "1.5")}}},
-			wantErr: []string{"container init", "nvidia.com/gpu"},
+			name: "memoryFactor: largest gpumem that stays within 32 bits",
+			cfg:  devices.Config{MemoryFactor: 3},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "715827882")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 2147483646}}},
 		},
 		{
-			name:    "bad numa-bind value",
-			pod:     pod(map[string]string{NUMABindAnnotation: "yes please"}, limits("main", "nvidia.com/gpu", "1")),
-			wantErr: []string{"nvidia.com/numa-bind", `"yes please"`},
+			name: "memoryFactor: gpumem that would overflow asks nothing",
+			cfg:  devices.Config{MemoryFactor: 3},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "715827883")),
+			want: devices.PodRequest{},
 		},
 		{
-			name:    "bad gpu-scheduler-policy value",
-			pod:     pod(map[string]string{devices.CardPolicyAnnotation: "packed"}, limits("main", "nvidia.com/gpu", "1")),
-			wantErr: []string{"hami.io/gpu-scheduler-policy", `"packed"`},
+			name: "memoryFactor does not multiply gpumem-percentage",
+			cfg:  devices.Config{MemoryFactor: 3},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem-percentage", "30")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 30}}},
+		},
+		{
+			name: "memoryFactor does not multiply the default memory",
+			cfg:  devices.Config{MemoryFactor: 3, DefaultMemoryMiB: 2048},
+			pod:  pod(nil, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryMiB: 2048}}},
+		},
+		// Annotation values HAMi does not know fall back to its defaults.
+		{
+			name: "numa-bind not a boolean: no binding",
+			pod:  pod(map[string]string{NUMABindAnnotation: "yes please"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}},
+		},
+		{
+			name: "numa-bind 1 is true (strconv.ParseBool)",
+			pod:  pod(map[string]string{NUMABindAnnotation: "1"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{NUMABind: true}},
+		},
+		{
+			name: "unknown gpu-scheduler-policy kept as written",
+			pod:  pod(map[string]string{devices.CardPolicyAnnotation: "packed"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{Policy: "packed"}},
+		},
+		{
+			name: "mutex anywhere in the chain is exclusive",
+			pod:  pod(map[string]string{devices.CardPolicyAnnotation: "spread , mutex"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{Policy: "spread , mutex", Exclusive: true}},
+		},
+		{
+			name: "scoring weights",
+			pod:  pod(map[string]string{devices.ScoringWeightsAnnotation: " memory=3, slot=1 ,core=0"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{Weights: devices.ScoringWeights{Slot: 1, Memory: 3}}},
+		},
+		{
+			name: "invalid scoring weights make the pod fit nowhere",
+			pod:  pod(map[string]string{devices.ScoringWeightsAnnotation: "slot=1,core=1"}, limits("main", "nvidia.com/gpu", "1")),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}, Preferences: devices.Preferences{
+				Invalid: `annotation hami.io/device-scoring-weights="slot=1,core=1": want slot=N,core=N,memory=N`,
+			}},
 		},
 	}
 	for _, tt := range tests {
@@ -432,7 +540,7 @@ func TestParsePodThenFit(t *testing.T) {
 		annotations map[string]string
 		want        string // UUID picked; empty: rejected
 	}{
-		{name: "no preference", want: "GPU-0"},
+		{name: "no preference", want: "GPU-1"},
 		{name: "use model, lower case", annotations: map[string]string{UseModelAnnotation: "tesla"}, want: "GPU-1"},
 		{name: "use model, mixed case", annotations: map[string]string{UseModelAnnotation: "h100,TeSlA t4"}, want: "GPU-1"},
 		{name: "avoid model", annotations: map[string]string{AvoidModelAnnotation: "a100"}, want: "GPU-1"},
@@ -507,6 +615,49 @@ func TestInventory(t *testing.T) {
 			},
 		},
 		{
+			name: "topology scores: first entry per card, unknown cards ignored",
+			node: node(map[string]string{
+				RegisterAnnotation: twoCardInventory,
+				ScoreAnnotation: `[{"uuid":"GPU-0","score":{"GPU-1":50,"GPU-9":7}},{"uuid":"GPU-0","score":{"GPU-1":1}},` +
+					`{"uuid":"GPU-1","score":{"GPU-0":40}},{"uuid":"GPU-7","score":{"GPU-0":3}}]`,
+			}, res("nvidia.com/gpu", "20")),
+			want: []devices.Card{
+				{UUID: "GPU-0", Split: 10, MemoryMiB: 16000, Cores: 100, Model: "NVIDIA-A100-SXM4-40GB", Mode: "hami-core", Healthy: true, Links: "GPU-1=50,GPU-9=7"},
+				{UUID: "GPU-1", Index: 1, Split: 10, MemoryMiB: 16000, Cores: 100, Model: "NVIDIA-Tesla T4", Mode: "hami-core", Healthy: true, Links: "GPU-0=40"},
+			},
+		},
+		{
+			name: "topology scores: a card without an entry has no links",
+			node: node(map[string]string{RegisterAnnotation: docJSONInventory, ScoreAnnotation: `[]`}, res("nvidia.com/gpu", "10")),
+			want: []devices.Card{docCard},
+		},
+		{
+			name:    "topology scores that do not parse: no card at all, as in HAMi",
+			node:    node(map[string]string{RegisterAnnotation: docJSONInventory, ScoreAnnotation: `{"uuid":"GPU-0a"}`}, res("nvidia.com/gpu", "10")),
+			wantErr: []string{"hami.io/node-nvidia-score", "JSON array"},
+		},
+		{
+			name:    "topology scores present but empty: no card at all, as in HAMi",
+			node:    node(map[string]string{RegisterAnnotation: docJSONInventory, ScoreAnnotation: ""}, res("nvidia.com/gpu", "10")),
+			wantErr: []string{"hami.io/node-nvidia-score"},
+		},
+		{
+			name:    "topology score not an integer",
+			node:    node(map[string]string{RegisterAnnotation: docJSONInventory, ScoreAnnotation: `[{"uuid":"GPU-0a","score":{"GPU-1":1.5}}]`}, res("nvidia.com/gpu", "10")),
+			wantErr: []string{"hami.io/node-nvidia-score"},
+		},
+		{
+			name: "only cards whose type names NVIDIA, in any case",
+			node: node(map[string]string{RegisterAnnotation: `[{"id":"GPU-0","count":1,"type":"Tesla T4","health":true},` +
+				`{"id":"GPU-1","count":1,"type":"nvidia a10","health":true}]`}, res("nvidia.com/gpu", "2")),
+			want: []devices.Card{{UUID: "GPU-1", Split: 1, Model: "nvidia a10", Mode: "hami-core", Healthy: true}},
+		},
+		{
+			name:    "no card whose type names NVIDIA",
+			node:    node(map[string]string{RegisterAnnotation: `[{"id":"GPU-0","count":1,"type":"Tesla T4","health":true}]`}, res("nvidia.com/gpu", "1")),
+			wantErr: []string{"hami.io/node-nvidia-register", "no card whose type names NVIDIA"},
+		},
+		{
 			name:    "garbage",
 			node:    node(map[string]string{RegisterAnnotation: "garbage"}, res("nvidia.com/gpu", "10")),
 			wantErr: []string{"hami.io/node-nvidia-register"},
@@ -577,6 +728,7 @@ func TestInventoryChanged(t *testing.T) {
 		{name: "same count, other notation", change: func(n *corev1.Node) { n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("1e1") }, want: false},
 		{name: "register annotation", change: func(n *corev1.Node) { n.Annotations[RegisterAnnotation] = docLegacyInventory }, want: true},
 		{name: "register annotation removed", change: func(n *corev1.Node) { delete(n.Annotations, RegisterAnnotation) }, want: true},
+		{name: "topology scores added", change: func(n *corev1.Node) { n.Annotations[ScoreAnnotation] = "[]" }, want: true},
 		{name: "cordon", change: func(n *corev1.Node) { n.Annotations[devices.DeviceCordon] = "GPU-0a" }, want: true},
 		{name: "allocatable count", change: func(n *corev1.Node) { n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("0") }, want: true},
 		{name: "allocatable count removed", change: func(n *corev1.Node) { delete(n.Status.Allocatable, "nvidia.com/gpu") }, want: true},
@@ -1047,7 +1199,7 @@ func FuzzInventory(f *testing.F) {
 			cordonedIDs[strings.TrimSpace(id)] = true
 		}
 		for _, c := range cards {
-			if c.UUID == "" || c.Split < 0 || c.MemoryMiB < 0 || c.Cores < 0 || c.NUMA < 0 || c.Index < 0 {
+			if c.UUID == "" || c.Index < 0 || (c.Healthy && (c.Split < 0 || c.MemoryMiB < 0 || c.Cores < 0)) {
 				t.Fatalf("Inventory(%q) returned an invalid card %+v", register, c)
 			}
 			if c.Cordoned != cordonedIDs[c.UUID] {
@@ -1085,5 +1237,131 @@ func TestWebhookSettings(t *testing.T) {
 	}
 	if rc := mustNew(t, devices.Config{}).RuntimeClassName(); rc != "" {
 		t.Errorf("default RuntimeClassName() = %q, want empty", rc)
+	}
+}
+
+// TestParsePodThenFitPolicies reads the pod's policy annotations and the
+// node's annotations as HAMi does and checks the cards chosen. The node has
+// GPU-0 on NUMA 0 and GPU-1, GPU-2 on NUMA 1 (8000 MiB each); GPU-2 is the
+// worst connected card.
+func TestParsePodThenFitPolicies(t *testing.T) {
+	const inventory = `[{"id":"GPU-0","count":10,"devmem":8000,"devcore":100,"type":"NVIDIA-A10","health":true},` +
+		`{"id":"GPU-1","index":1,"count":10,"devmem":8000,"devcore":100,"type":"NVIDIA-A10","numa":1,"health":true},` +
+		`{"id":"GPU-2","index":2,"count":10,"devmem":8000,"devcore":100,"type":"NVIDIA-A10","numa":1,"health":true}]`
+	const scores = `[{"uuid":"GPU-0","score":{"GPU-1":100,"GPU-2":10}},{"uuid":"GPU-1","score":{"GPU-0":100,"GPU-2":10}},` +
+		`{"uuid":"GPU-2","score":{"GPU-0":10,"GPU-1":10}}]`
+	n := node(map[string]string{RegisterAnnotation: inventory, ScoreAnnotation: scores}, res("nvidia.com/gpu", "30"))
+	tests := []struct {
+		name        string
+		cfg         devices.Config
+		annotations map[string]string
+		ctr         corev1.Container
+		used        []devices.Usage
+		want        []string // UUIDs of the one container; nil: rejected
+		wantReason  string
+	}{
+		{
+			name: "no annotation: spread, higher NUMA first, later card first",
+			ctr:  limits("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "1000"),
+			want: []string{"GPU-2", "GPU-1"},
+		},
+		{
+			name:        "numa-bind true: all cards on one NUMA node",
+			annotations: map[string]string{NUMABindAnnotation: "true"},
+			ctr:         limits("main", "nvidia.com/gpu", "3", "nvidia.com/gpumem", "1000"),
+			wantReason:  "2/3 cards: dropped for another NUMA node, 1/3 cards free on one NUMA node, 3 wanted",
+		},
+		{
+			name:        "numa-bind not a boolean: no binding",
+			annotations: map[string]string{NUMABindAnnotation: "yes please"},
+			ctr:         limits("main", "nvidia.com/gpu", "3", "nvidia.com/gpumem", "1000"),
+			want:        []string{"GPU-2", "GPU-1", "GPU-0"},
+		},
+		{
+			name:        "numa in the policy is a sort key, not a binding",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "numa"},
+			ctr:         limits("main", "nvidia.com/gpu", "3", "nvidia.com/gpumem", "1000"),
+			want:        []string{"GPU-2", "GPU-1", "GPU-0"},
+		},
+		{
+			name:        "unknown policy: spread",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "packed"},
+			ctr:         limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+			used:        []devices.Usage{{}, {}, {Sharers: 1, MemoryMiB: 1000}},
+			want:        []string{"GPU-1"},
+		},
+		{
+			name:        "binpack",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "binpack"},
+			ctr:         limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+			used:        []devices.Usage{{Sharers: 1, MemoryMiB: 1000}, {}, {}},
+			want:        []string{"GPU-0"},
+		},
+		{
+			name:        "topology-aware, one card: the worst connected",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "topology-aware"},
+			ctr:         limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+			want:        []string{"GPU-2"},
+		},
+		{
+			name:        "topology-aware, two cards: the best connected pair",
+			annotations: map[string]string{devices.CardPolicyAnnotation: "binpack,topology-aware"},
+			ctr:         limits("main", "nvidia.com/gpu", "2", "nvidia.com/gpumem", "1000"),
+			want:        []string{"GPU-1", "GPU-0"},
+		},
+		{
+			name:        "invalid scoring weights: rejected on every node",
+			annotations: map[string]string{devices.ScoringWeightsAnnotation: "slot=1,core=1,memory=-3"},
+			ctr:         limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000"),
+			wantReason:  `annotation hami.io/device-scoring-weights="slot=1,core=1,memory=-3": "memory" weight is negative`,
+		},
+		{
+			name:       "memoryFactor multiplies gpumem before the fit",
+			cfg:        devices.Config{MemoryFactor: 2},
+			ctr:        limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000"),
+			wantReason: "3/3 cards: insufficient memory",
+		},
+		{
+			name: "without memoryFactor the same gpumem fits",
+			ctr:  limits("main", "nvidia.com/gpu", "1", "nvidia.com/gpumem", "5000"),
+			want: []string{"GPU-2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := mustNew(t, tt.cfg)
+			cards, err := v.Inventory(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, err := v.ParsePod(pod(tt.annotations, tt.ctr))
+			if err != nil {
+				t.Fatal(err)
+			}
+			used := tt.used
+			if used == nil {
+				used = make([]devices.Usage, len(cards))
+			}
+			a, rej := v.Fit(cards, used, &req)
+			if tt.wantReason != "" {
+				if rej == nil {
+					t.Fatalf("Fit() = %v, want rejection %q", a, tt.wantReason)
+				}
+				if rej.Reason() != tt.wantReason {
+					t.Errorf("Reason() = %q, want %q", rej.Reason(), tt.wantReason)
+				}
+				return
+			}
+			if rej != nil {
+				t.Fatalf("rejected: %s", rej.Reason())
+			}
+			var got []string
+			for _, g := range a[0] {
+				got = append(got, g.UUID)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("cards %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -126,9 +126,9 @@ func TestRegistryParsePod(t *testing.T) {
 			pod:  &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}}},
 		},
 		{
-			name:    "bad quantity names the vendor",
-			pod:     &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: gpuLimits("0.5")}}}},
-			wantErr: "NVIDIA: container c: nvidia.com/gpu",
+			// As in HAMi, an unreadable count asks for nothing.
+			name: "fractional count asks nothing",
+			pod:  &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: gpuLimits("0.5")}}}},
 		},
 	}
 	for _, tt := range tests {

@@ -27,7 +27,7 @@ type CardUse struct {
 // Overcommitted reports whether the card's holders exceed its split count,
 // memory or cores.
 func (c *CardUse) Overcommitted() bool {
-	return c.Used.Sharers > c.Split || c.Used.MemoryMiB > c.MemoryMiB || c.Used.Cores > c.Cores
+	return c.Used.Sharers > c.Split || c.Used.MemoryMiB > int64(c.MemoryMiB) || c.Used.Cores > int64(c.Cores)
 }
 
 // PodGrant is one card given to one container of a pod.

@@ -74,7 +74,7 @@ func TestRead(t *testing.T) {
 				t.Fatalf("cards = %+v, want the node's two cards in index order", cards)
 			}
 			u := cards[0].Used
-			if got := [3]int32{u.Sharers, u.MemoryMiB, u.Cores}; got != tt.wantUsedA {
+			if got := [3]int32{u.Sharers, int32(u.MemoryMiB), int32(u.Cores)}; got != tt.wantUsedA {
 				t.Errorf("card a used = %v, want %v", got, tt.wantUsedA)
 			}
 			if over := Overcommitments(cards); len(over) != tt.wantOver {

@@ -162,7 +162,7 @@ func (n *nodeState) apply(p *podState, add bool) {
 		if vi >= len(n.vendors) {
 			break
 		}
-		devices.ApplyGrants(n.vendors[vi].cards, n.vendors[vi].used, a, add)
+		devices.ApplyGrants(n.vendors[vi].cards, n.vendors[vi].used, a, 0, add) // TODO(lead): pass the pod's init container count
 	}
 }
 

@@ -65,7 +65,7 @@ func usage(t *testing.T, c *Cache, node string) []devices.Usage {
 }
 
 func u(sharers, mem, cores int32) devices.Usage {
-	return devices.Usage{Sharers: sharers, MemoryMiB: mem, Cores: cores}
+	return devices.Usage{Sharers: sharers, MemoryMiB: int64(mem), Cores: int64(cores)}
 }
 
 func assignment(grants ...devices.Grant) []devices.Assignment {
