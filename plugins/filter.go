@@ -86,17 +86,15 @@ func (p *Plugin) nodeCards(s *cycleState, node string, vi int, dst []devices.Usa
 		if h.blocked[vi] {
 			return cards, used, h.pod, nil
 		}
-		devices.ApplyGrants(cards, used, h.assignments[vi], true)
+		devices.ApplyGrants(cards, used, h.assignments[vi], h.inits, true)
 	}
 	return cards, used, "", nil
 }
 
 // releaseRemoved subtracts, from a copy of the node's usage, what the pods
 // that preemption is simulating away hold on vendor vi's cards.
-func releaseRemoved(cards []devices.Card, used []devices.Usage, removed map[types.UID][]devices.Assignment, vi int) {
-	for _, assignments := range removed {
-		if vi < len(assignments) {
-			devices.ApplyGrants(cards, used, assignments[vi], 0, false) // TODO(lead): pass the pod's init container count
-		}
+func releaseRemoved(cards []devices.Card, used []devices.Usage, removed map[types.UID]devicecache.Holding, vi int) {
+	for _, held := range removed {
+		held.Apply(cards, used, vi, false)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 )
 
 // RemovePod is called by preemption while it simulates evicting a victim:
@@ -31,19 +32,20 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, podToSched
 		return nil
 	}
 	s.mu.Unlock()
-	node, assignments, ok := p.cache.Assignments(pod.UID)
-	if !ok || node != nodeName {
+	held, ok := p.cache.Holding(pod.UID)
+	if !ok || held.Node != nodeName {
 		return nil
 	}
+	node := held.Node
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.removed == nil {
-		s.removed = map[string]map[types.UID][]devices.Assignment{}
+		s.removed = map[string]map[types.UID]devicecache.Holding{}
 	}
 	if s.removed[node] == nil {
-		s.removed[node] = map[types.UID][]devices.Assignment{}
+		s.removed[node] = map[types.UID]devicecache.Holding{}
 	}
-	s.removed[node][pod.UID] = assignments
+	s.removed[node][pod.UID] = held
 	return nil
 }
 
@@ -78,7 +80,7 @@ func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, podToSchedule
 	if counted || pod.Spec.NodeName != "" {
 		return nil
 	}
-	if _, _, ok := p.cache.Assignments(pod.UID); ok {
+	if _, ok := p.cache.Holding(pod.UID); ok {
 		return nil
 	}
 	requests, asks, err := p.podRequests(pod)
@@ -94,6 +96,7 @@ func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, podToSchedule
 	hold := &nominatedHold{
 		pod:         klog.KObj(pod).String(),
 		assignments: make([]devices.Assignment, len(vendors)),
+		inits:       len(pod.Spec.InitContainers),
 		blocked:     make([]bool, len(vendors)),
 	}
 	var usageBuf [16]devices.Usage

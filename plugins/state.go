@@ -9,6 +9,7 @@ import (
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 )
 
 const stateKey fwk.StateKey = Name
@@ -25,7 +26,7 @@ type cycleState struct {
 	fits map[string]*nodeFit
 	// removed holds, per node, pods that preemption is simulating away
 	// (PreFilterExtensions.RemovePod), and what they hold.
-	removed map[string]map[types.UID][]devices.Assignment
+	removed map[string]map[types.UID]devicecache.Holding
 	// nominated holds, per node, what pods nominated to it would take
 	// (PreFilterExtensions.AddPod of a pod not placed yet: a preemptor
 	// waiting for its victims to leave), so that this pod does not take the
@@ -57,7 +58,9 @@ type nodeFit struct {
 type nominatedHold struct {
 	pod         string
 	assignments []devices.Assignment
-	blocked     []bool
+	// inits is the nominated pod's init container count.
+	inits   int
+	blocked []bool
 }
 
 // Clone implements fwk.StateData. Filter results are per cycle, so a clone
@@ -72,9 +75,9 @@ func (s *cycleState) Clone() fwk.StateData {
 		fits:       make(map[string]*nodeFit, len(s.fits)),
 	}
 	if len(s.removed) > 0 {
-		c.removed = make(map[string]map[types.UID][]devices.Assignment, len(s.removed))
+		c.removed = make(map[string]map[types.UID]devicecache.Holding, len(s.removed))
 		for node, pods := range s.removed {
-			cp := make(map[types.UID][]devices.Assignment, len(pods))
+			cp := make(map[types.UID]devicecache.Holding, len(pods))
 			for uid, a := range pods {
 				cp[uid] = a
 			}
@@ -109,7 +112,7 @@ func (s *cycleState) fit(node string) (*nodeFit, bool) {
 
 // simulatedOn returns the simulated removals and nominated pods on node;
 // the caller must not keep the maps past the call that changes them.
-func (s *cycleState) simulatedOn(node string) (map[types.UID][]devices.Assignment, map[types.UID]*nominatedHold) {
+func (s *cycleState) simulatedOn(node string) (map[types.UID]devicecache.Holding, map[types.UID]*nominatedHold) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.removed[node], s.nominated[node]

@@ -50,6 +50,10 @@ type podState struct {
 	node string
 	// assignments is index-aligned with the registry's vendors.
 	assignments []devices.Assignment
+	// inits is how many leading entries of each assignment are init
+	// containers (0 once they have all succeeded: the assignments then hold
+	// the regular containers alone).
+	inits int
 	// assumed is true from Reserve until an informer event confirms it.
 	assumed bool
 }
@@ -86,15 +90,33 @@ func (c *Cache) Snapshot(node string, vendor int, dst []devices.Usage) ([]device
 	return v.cards, dst, nil
 }
 
-// Assignments returns what the pod holds, per vendor, and where.
-func (c *Cache) Assignments(uid types.UID) (node string, assignments []devices.Assignment, ok bool) {
+// Holding is what one pod holds on its node: its assignment per vendor
+// (index-aligned with the registry's vendors) and how many of each
+// assignment's entries are init containers, which HAMi accounts apart
+// (a card's use is the larger of the biggest init grant and the sum of the
+// regular grants).
+type Holding struct {
+	Node        string
+	Assignments []devices.Assignment
+	Inits       int
+}
+
+// Apply adds the pod's use of vendor vi's cards to used, or removes it.
+func (h Holding) Apply(cards []devices.Card, used []devices.Usage, vi int, add bool) {
+	if vi < len(h.Assignments) {
+		devices.ApplyGrants(cards, used, h.Assignments[vi], h.Inits, add)
+	}
+}
+
+// Holding returns what the pod holds, and where.
+func (c *Cache) Holding(uid types.UID) (Holding, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	p, ok := c.pods[uid]
 	if !ok {
-		return "", nil, false
+		return Holding{}, false
 	}
-	return p.node, p.assignments, true
+	return p.holding(), true
 }
 
 // Assume accounts an assignment the scheduler has just chosen, before the
@@ -111,7 +133,7 @@ func (c *Cache) Assume(pod *corev1.Pod, node string, assignments []devices.Assig
 		}
 		c.removePodLocked(pod.UID)
 	}
-	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), node: node, assignments: assignments, assumed: true})
+	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), node: node, assignments: assignments, inits: len(pod.Spec.InitContainers), assumed: true})
 	return nil
 }
 
@@ -162,7 +184,7 @@ func (n *nodeState) apply(p *podState, add bool) {
 		if vi >= len(n.vendors) {
 			break
 		}
-		devices.ApplyGrants(n.vendors[vi].cards, n.vendors[vi].used, a, 0, add) // TODO(lead): pass the pod's init container count
+		devices.ApplyGrants(n.vendors[vi].cards, n.vendors[vi].used, a, p.inits, add)
 	}
 }
 
@@ -187,4 +209,8 @@ func (c *Cache) Stats() Stats {
 		}
 	}
 	return s
+}
+
+func (p *podState) holding() Holding {
+	return Holding{Node: p.node, Assignments: p.assignments, Inits: p.inits}
 }

@@ -364,3 +364,48 @@ func TestSetNodeKeepsTheNewerInventory(t *testing.T) {
 		t.Error("an object without a numeric resourceVersion must be applied")
 	}
 }
+
+// HAMi accounts a pod's init containers apart: on a card, the pod holds
+// the larger of its biggest init grant and the sum of its regular grants,
+// and once every init container has succeeded, its regular grants alone.
+func TestInitContainersAreAccountedApart(t *testing.T) {
+	withInit := func(initState *corev1.ContainerState) *corev1.Pod {
+		p := boundPod("p", "n1", "n1-gpu0,NVIDIA,6000,50:;n1-gpu0,NVIDIA,3000,20:;n1-gpu0,NVIDIA,2000,10:;")
+		p.Spec.InitContainers = []corev1.Container{{Name: "setup"}}
+		p.Spec.Containers = []corev1.Container{{Name: "a"}, {Name: "b"}}
+		if initState != nil {
+			p.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "setup", State: *initState}}
+		}
+		return p
+	}
+	succeeded := &corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}
+	failed := &corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}
+	running := &corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want devices.Usage
+	}{
+		// max(6000, 3000+2000) MiB, max(50, 20+10) cores, 2 regular sharers.
+		{"init not started", withInit(nil), u(2, 6000, 50)},
+		{"init running", withInit(running), u(2, 6000, 50)},
+		{"init failed", withInit(failed), u(2, 6000, 50)},
+		{"init succeeded: regular grants alone", withInit(succeeded), u(2, 5000, 30)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCache(t)
+			c.SetNode(gpuNode("n1", 1))
+			if err := c.SetPod(tt.pod); err != nil {
+				t.Fatal(err)
+			}
+			if got := usage(t, c, "n1")[0]; got != tt.want {
+				t.Errorf("usage %+v, want %+v", got, tt.want)
+			}
+			c.RemovePod(tt.pod)
+			if got := usage(t, c, "n1")[0]; got != (devices.Usage{}) {
+				t.Errorf("usage after removal %+v, want none", got)
+			}
+		})
+	}
+}

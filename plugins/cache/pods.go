@@ -34,14 +34,23 @@ func (c *Cache) SetPod(pod *corev1.Pod) error {
 		}
 		return nil
 	}
+	inits := len(pod.Spec.InitContainers)
+	if inits > 0 && devices.InitContainersSucceeded(pod) {
+		// HAMi: once every init container has succeeded, the pod holds
+		// what its regular containers hold, for good.
+		for i := range assignments {
+			assignments[i] = assignments[i].Regular(inits)
+		}
+		inits = 0
+	}
 	if tracked {
-		if old.node == pod.Spec.NodeName && sameAssignments(old.assignments, assignments) {
+		if old.node == pod.Spec.NodeName && old.inits == inits && sameAssignments(old.assignments, assignments) {
 			old.assumed = false
 			return nil
 		}
 		c.removePodLocked(pod.UID)
 	}
-	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), node: pod.Spec.NodeName, assignments: assignments})
+	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), node: pod.Spec.NodeName, assignments: assignments, inits: inits})
 	return nil
 }
 
