@@ -19,6 +19,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
@@ -264,5 +265,57 @@ func TestBar(t *testing.T) {
 		if got := bar(tt.used, tt.total); got != tt.want {
 			t.Errorf("bar(%d, %d) = %s, want %s", tt.used, tt.total, got, tt.want)
 		}
+	}
+}
+
+// TestTopOnLocalCluster reads nodes built as `make run` (cmd/hami-local)
+// builds them and a pod annotated as the scheduler's PreBind annotates it.
+func TestTopOnLocalCluster(t *testing.T) {
+	// cmd/hami-local's defaultNodes.
+	specs, err := simnode.ParseSpecs("2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10; 1 node x 2 cards of Tesla T4 15 GiB, split 4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objects []runtime.Object
+	n := 0
+	for _, s := range specs {
+		for _, node := range s.Build("gpu-node", n) {
+			objects = append(objects, node)
+			n++
+		}
+	}
+	card := simnode.CardUUID("gpu-node-2", 1)
+	encoded := devices.EncodeAssignment(devices.Assignment{{{UUID: card, Vendor: nvidia.VendorWord, MemoryMiB: 3000, Cores: 30}}})
+	objects = append(objects, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cuda-small",
+			Labels: map[string]string{devices.AssignedNode: "gpu-node-2"},
+			Annotations: map[string]string{
+				devices.AssignedNode: "gpu-node-2", devices.BindPhase: devices.BindPhaseSuccess,
+				nvidia.ToAllocateAnnotation: ";", nvidia.AllocatedAnnotation: encoded,
+			}},
+		Spec:   corev1.PodSpec{NodeName: "gpu-node-2", Containers: []corev1.Container{{Name: "cuda"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	})
+	out, err := run(t, objects, "top", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc Top
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Total.Nodes != 3 || doc.Total.Cards != 10 || doc.Total.MemoryMiB.Used != 3000 || doc.Total.Sharers.Used != 1 {
+		t.Errorf("total = %+v, want 3 nodes, 10 cards, one 3000 MiB sharer", doc.Total)
+	}
+	last := doc.Nodes[len(doc.Nodes)-1]
+	if last.Name != "gpu-node-2" || len(last.Cards) != 2 || len(last.Cards[1].Pods) != 1 || last.Cards[1].Pods[0].Name != "cuda-small" {
+		t.Errorf("gpu-node-2 = %+v, want cuda-small on card 1", last)
+	}
+	table, err := run(t, objects, "top", "gpu-node-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table, "[##........]  3000/15360") || !strings.Contains(table, "default/cuda-small") {
+		t.Errorf("table:\n%s", table)
 	}
 }
