@@ -122,7 +122,7 @@ func Read(nodes []corev1.Node, pods []corev1.Pod) Report {
 			continue
 		}
 		if assigned := p.Annotations[devices.AssignedNode]; assigned != p.Spec.NodeName {
-			r.podProblem(p, fmt.Sprintf("bound to node %s but %s is %q; the scheduler does not count its cards, nor does this",
+			r.podProblem(p, fmt.Sprintf("bound to node %s but %s is %q: not counted, as the scheduler does not count it",
 				p.Spec.NodeName, devices.AssignedNode, assigned))
 			continue
 		}
