@@ -24,13 +24,17 @@ BENCH_PODS  ?= 4000
 
 all: build
 
-build: $(BIN)/hami-scheduler $(BIN)/hami-webhook
+build: $(BIN)/hami-scheduler $(BIN)/hami-webhook $(BIN)/kubectl-hami
 
 $(BIN)/hami-scheduler: FORCE
 	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/hami-scheduler
 
 $(BIN)/hami-webhook: FORCE
 	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/hami-webhook
+
+# The kubectl plugin: copy it onto the PATH to get `kubectl hami`.
+$(BIN)/kubectl-hami: FORCE
+	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/kubectl-hami
 
 FORCE:
 

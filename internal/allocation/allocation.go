@@ -22,6 +22,14 @@ type CardUse struct {
 	Used devices.Usage
 	// Pods lists the holders as namespace/name, one entry per grant.
 	Pods []string
+	// Holders are the grants on the card, index-aligned with Pods.
+	Holders []Holder
+}
+
+// Holder is one container's grant on a card.
+type Holder struct {
+	Namespace, Pod, Container string
+	MemoryMiB, Cores          int32
 }
 
 // Overcommitted reports whether the card's holders exceed its split count,
@@ -50,14 +58,35 @@ type Report struct {
 	// PodProblems say what of a pod could not be accounted: an undecodable
 	// annotation, a card its node does not have.
 	PodProblems []string
+	// NodeErrors is UnreadableNodes by node name: the reason alone.
+	NodeErrors map[string]string
+	// PodIssues is PodProblems with the pod and its node apart.
+	PodIssues []PodIssue
+}
+
+// PodIssue is what of one pod could not be accounted.
+type PodIssue struct {
+	// Namespace and Pod name the pod; Node is the node it is bound to.
+	Namespace, Pod, Node string
+	// Problem says what is wrong, without the pod's name.
+	Problem string
+}
+
+func (r *Report) podProblem(p *corev1.Pod, problem string) {
+	r.PodProblems = append(r.PodProblems, fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, problem))
+	r.PodIssues = append(r.PodIssues, PodIssue{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName, Problem: problem})
 }
 
 // Read reads the NVIDIA cards of the nodes (nodes whose register
-// annotation cannot be decoded are skipped) and accounts, per card, the
-// grants of every pod bound to a node and not terminated.
+// annotation cannot be decoded are skipped and reported; cordoned cards are
+// marked) and accounts, per card, the grants of every pod the scheduler
+// counts: bound to a node (spec.nodeName equal to its hami.io/vgpu-node
+// annotation), not terminated, with a non-empty assignment. A pod whose
+// assignment cannot be decoded, or names a card its node does not list, is
+// reported and its other grants are still counted.
 func Read(nodes []corev1.Node, pods []corev1.Pod) Report {
 	var cards []CardUse
-	var r Report
+	r := Report{NodeErrors: map[string]string{}}
 	byUUID := map[string]int{}
 	for i := range nodes {
 		raw, ok := nodes[i].Annotations[nvidia.RegisterAnnotation]
@@ -67,8 +96,10 @@ func Read(nodes []corev1.Node, pods []corev1.Pod) Report {
 		inventory, err := devices.DecodeInventory(raw)
 		if err != nil {
 			r.UnreadableNodes = append(r.UnreadableNodes, fmt.Sprintf("node %s: %v", nodes[i].Name, err))
+			r.NodeErrors[nodes[i].Name] = err.Error()
 			continue
 		}
+		devices.ApplyCordon(inventory, nodes[i].Annotations[devices.DeviceCordon])
 		for _, c := range inventory {
 			byUUID[nodes[i].Name+"/"+c.UUID] = len(cards)
 			cards = append(cards, CardUse{Node: nodes[i].Name, Card: c})
@@ -84,9 +115,18 @@ func Read(nodes []corev1.Node, pods []corev1.Pod) Report {
 		key := p.Namespace + "/" + p.Name
 		a, err := devices.DecodeAssignment(raw)
 		if err != nil {
-			r.PodProblems = append(r.PodProblems, fmt.Sprintf("pod %s: %v", key, err))
+			r.podProblem(p, fmt.Sprintf("%s: %v", nvidia.AllocatedAnnotation, err))
 			continue
 		}
+		if a.Empty() {
+			continue
+		}
+		if assigned := p.Annotations[devices.AssignedNode]; assigned != p.Spec.NodeName {
+			r.podProblem(p, fmt.Sprintf("bound to node %s but %s is %q: not counted, as the scheduler does not count it",
+				p.Spec.NodeName, devices.AssignedNode, assigned))
+			continue
+		}
+		_, nodeUnreadable := r.NodeErrors[p.Spec.NodeName]
 		containers := devices.Containers(p)
 		for ci, container := range a {
 			name := fmt.Sprintf("#%d", ci)
@@ -97,11 +137,13 @@ func Read(nodes []corev1.Node, pods []corev1.Pod) Report {
 				idx, ok := byUUID[p.Spec.NodeName+"/"+g.UUID]
 				pg := PodGrant{Container: name, Grant: g, Index: -1}
 				if ok {
-					cards[idx].Used.Add(g)
-					cards[idx].Pods = append(cards[idx].Pods, key)
-					pg.Index = cards[idx].Index
-				} else {
-					r.PodProblems = append(r.PodProblems, fmt.Sprintf("pod %s holds card %s that node %s does not list", key, g.UUID, p.Spec.NodeName))
+					c := &cards[idx]
+					c.Used.Add(g)
+					c.Pods = append(c.Pods, key)
+					c.Holders = append(c.Holders, Holder{Namespace: p.Namespace, Pod: p.Name, Container: name, MemoryMiB: g.MemoryMiB, Cores: g.Cores})
+					pg.Index = c.Index
+				} else if !nodeUnreadable {
+					r.podProblem(p, fmt.Sprintf("holds card %s that node %s does not list", g.UUID, p.Spec.NodeName))
 				}
 				grants[key] = append(grants[key], pg)
 			}

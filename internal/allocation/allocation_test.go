@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
@@ -23,6 +24,7 @@ func TestRead(t *testing.T) {
 		}
 		if allocated != "" {
 			p.Annotations[nvidia.AllocatedAnnotation] = allocated
+			p.Annotations[devices.AssignedNode] = node
 		}
 		return p
 	}
@@ -59,6 +61,15 @@ func TestRead(t *testing.T) {
 		{name: "garbage annotation is reported, not counted",
 			pods:            []corev1.Pod{pod("bad", "n-0", corev1.PodRunning, "GPU-x,NVIDIA,many,0:;")},
 			wantProblemText: "pod ns/bad"},
+		{name: "a pod whose hami.io/vgpu-node is not its node is reported, not counted",
+			pods: []corev1.Pod{func() corev1.Pod {
+				p := pod("moved", "n-0", corev1.PodRunning, a+",NVIDIA,1000,0:;")
+				p.Annotations[devices.AssignedNode] = "n-9"
+				return p
+			}()},
+			wantProblemText: `hami.io/vgpu-node is "n-9"`},
+		{name: "an empty assignment holds nothing",
+			pods: []corev1.Pod{pod("sidecar-only", "n-0", corev1.PodRunning, ";;")}},
 		{name: "card of another node is reported",
 			pods:            []corev1.Pod{pod("lost", "n-0", corev1.PodRunning, "GPU-elsewhere,NVIDIA,1,0:;")},
 			wantProblemText: "does not list"},
@@ -90,6 +101,14 @@ func TestRead(t *testing.T) {
 			if tt.wantUsedA[0] > 0 && len(grants["ns/p1"])+len(grants["ns/big"]) == 0 {
 				t.Errorf("grants = %v, want the holders' grants", grants)
 			}
+			if len(r.PodIssues) != len(problems) {
+				t.Errorf("PodIssues = %v, want one per problem %v", r.PodIssues, problems)
+			}
+			for _, c := range cards {
+				if len(c.Holders) != len(c.Pods) || int32(len(c.Holders)) != c.Used.Sharers {
+					t.Errorf("card %d: holders %v, pods %v, sharers %d; want them aligned", c.Index, c.Holders, c.Pods, c.Used.Sharers)
+				}
+			}
 		})
 	}
 
@@ -97,8 +116,22 @@ func TestRead(t *testing.T) {
 	bad := node.DeepCopy()
 	bad.Name = "bad"
 	bad.Annotations[nvidia.RegisterAnnotation] = "{not json"
-	r := Read([]corev1.Node{*bad}, nil)
+	// Its pods' cards cannot be matched: that is the node's problem, not
+	// theirs.
+	onBad := pod("on-bad", "bad", corev1.PodRunning, a+",NVIDIA,1000,0:;")
+	r := Read([]corev1.Node{*bad}, []corev1.Pod{onBad})
 	if len(r.Cards) != 0 || len(r.UnreadableNodes) != 1 || !strings.Contains(r.UnreadableNodes[0], "node bad") {
 		t.Errorf("garbage node: cards %v, unreadable %v; want none and one", r.Cards, r.UnreadableNodes)
+	}
+	if r.NodeErrors["bad"] == "" || len(r.PodProblems) != 0 {
+		t.Errorf("garbage node: NodeErrors %v, pod problems %v; want the node's reason and no pod problem", r.NodeErrors, r.PodProblems)
+	}
+
+	// Cordoned cards are marked.
+	cordoned := node.DeepCopy()
+	cordoned.Annotations[devices.DeviceCordon] = " " + b + " "
+	r = Read([]corev1.Node{*cordoned}, nil)
+	if len(r.Cards) != 2 || r.Cards[0].Cordoned || !r.Cards[1].Cordoned {
+		t.Errorf("cordon %q: cards %+v, want the second cordoned", b, r.Cards)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
@@ -20,7 +21,7 @@ func TestWriteTable(t *testing.T) {
 	pods := []corev1.Pod{
 		{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "trainer",
-				Annotations: map[string]string{nvidia.AllocatedAnnotation: card0 + ",NVIDIA,3000,30:;"}},
+				Annotations: map[string]string{nvidia.AllocatedAnnotation: card0 + ",NVIDIA,3000,30:;", devices.AssignedNode: "gpu-0"}},
 			Spec:   corev1.PodSpec{NodeName: "gpu-0", Containers: []corev1.Container{{Name: "cuda", Resources: corev1.ResourceRequirements{Limits: limits}}}},
 			Status: corev1.PodStatus{Phase: corev1.PodRunning},
 		},

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"sort"
+
+	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
+)
+
+// TopAPIVersion and TopKind head the document `kubectl hami top -o json`
+// prints. Within this version fields are only ever added, never renamed,
+// removed or given another meaning.
+const (
+	TopAPIVersion = "kubectl-hami.hami.io/v1"
+	TopKind       = "Top"
+)
+
+// Top is what `kubectl hami top` shows, and the document it prints with
+// -o json. Nodes are sorted by name, cards by index, the pods of a card in
+// the order the API listed them.
+type Top struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Namespace is the -n filter, empty for all namespaces. It only
+	// restricts the pods listed (and the problems reported): the amounts
+	// used always count the pods of every namespace.
+	Namespace string `json:"namespace,omitempty"`
+	// Nodes are the nodes with a hami.io/node-nvidia-register annotation
+	// (readable or not), and any node named on the command line.
+	Nodes []TopNode `json:"nodes"`
+	// Total sums every readable card of Nodes.
+	Total Total `json:"total"`
+	// Warnings say what the figures may miss, e.g. pods that could not be
+	// listed cluster-wide.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// TopNode is one node and its cards.
+type TopNode struct {
+	Name string `json:"name"`
+	// Error says why the node shows no cards: its register annotation
+	// cannot be decoded, or it has none.
+	Error string `json:"error,omitempty"`
+	// Cards are the node's cards by index; empty (never null) when Error
+	// is set.
+	Cards []TopCard `json:"cards"`
+	// Total sums the node's cards; Total.Nodes is not set.
+	Total Total `json:"total"`
+	// Problems are the pods bound to the node whose cards could not all be
+	// accounted (undecodable assignment, unknown card, ...).
+	Problems []PodProblem `json:"problems,omitempty"`
+}
+
+// TopCard is one card, as registered, and what the pods hold of it.
+type TopCard struct {
+	Index int    `json:"index"`
+	UUID  string `json:"uuid"`
+	// Model is the registered type, e.g. "NVIDIA-Tesla T4".
+	Model string `json:"model"`
+	// Mode is the sharing mode: hami-core, mig or mps.
+	Mode     string `json:"mode"`
+	NUMA     int    `json:"numa"`
+	Healthy  bool   `json:"healthy"`
+	Cordoned bool   `json:"cordoned"`
+	// Overcommitted is true when the holders exceed the card's split
+	// count, memory or cores.
+	Overcommitted bool `json:"overcommitted"`
+	// MemoryMiB is the memory granted of the registered memory (already
+	// scaled by the device plugin's memory scaling).
+	MemoryMiB Amount `json:"memoryMiB"`
+	// Cores is the core share granted; 100 is one whole card.
+	Cores Amount `json:"cores"`
+	// Sharers is the number of containers holding the card of its split
+	// count.
+	Sharers Amount `json:"sharers"`
+	// Pods are the grants on the card, one per container, restricted to
+	// Top.Namespace when set; never null.
+	Pods []Grant `json:"pods"`
+	// OtherPods counts the grants left out of Pods by the namespace filter.
+	OtherPods int `json:"otherPods,omitempty"`
+}
+
+// Amount is a used part of a total.
+type Amount struct {
+	Used  int64 `json:"used"`
+	Total int64 `json:"total"`
+}
+
+// Grant is one container's share of a card.
+type Grant struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Container string `json:"container"`
+	MemoryMiB int32  `json:"memoryMiB"`
+	Cores     int32  `json:"cores"`
+}
+
+// Total sums cards.
+type Total struct {
+	// Nodes counts the nodes with at least one readable card (cluster
+	// total only).
+	Nodes int `json:"nodes,omitempty"`
+	// UnreadableNodes counts the nodes shown with an Error (cluster total
+	// only).
+	UnreadableNodes int    `json:"unreadableNodes,omitempty"`
+	Cards           int    `json:"cards"`
+	MemoryMiB       Amount `json:"memoryMiB"`
+	Cores           Amount `json:"cores"`
+	Sharers         Amount `json:"sharers"`
+}
+
+// PodProblem is a pod whose cards could not all be accounted.
+type PodProblem struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Problem   string `json:"problem"`
+}
+
+func (t *Total) add(c *TopCard) {
+	t.Cards++
+	t.MemoryMiB.Used += c.MemoryMiB.Used
+	t.MemoryMiB.Total += c.MemoryMiB.Total
+	t.Cores.Used += c.Cores.Used
+	t.Cores.Total += c.Cores.Total
+	t.Sharers.Used += c.Sharers.Used
+	t.Sharers.Total += c.Sharers.Total
+}
+
+// noRegister is the Error of a node named on the command line that has no
+// register annotation.
+const noRegister = "no hami.io/node-nvidia-register annotation: not a HAMi NVIDIA node (or its device plugin has not registered yet)"
+
+// buildTop turns what allocation.Read found into the document.
+// unregistered are nodes named on the command line that have no register
+// annotation: they are shown with noRegister. namespace, when set,
+// restricts the pods and problems listed.
+func buildTop(r allocation.Report, unregistered []string, namespace string) Top {
+	doc := Top{APIVersion: TopAPIVersion, Kind: TopKind, Namespace: namespace, Nodes: []TopNode{}}
+	byName := map[string]*TopNode{}
+	node := func(name string) *TopNode {
+		if n, ok := byName[name]; ok {
+			return n
+		}
+		n := &TopNode{Name: name, Cards: []TopCard{}}
+		byName[name] = n
+		return n
+	}
+	for _, name := range unregistered {
+		node(name).Error = noRegister
+	}
+	for name, reason := range r.NodeErrors {
+		node(name).Error = "hami.io/node-nvidia-register cannot be read: " + reason
+	}
+	for i := range r.Cards {
+		c := &r.Cards[i]
+		n := node(c.Node)
+		card := TopCard{
+			Index: c.Index, UUID: c.UUID, Model: c.Model, Mode: c.Mode, NUMA: c.NUMA,
+			Healthy: c.Healthy, Cordoned: c.Cordoned, Overcommitted: c.Overcommitted(),
+			MemoryMiB: Amount{int64(c.Used.MemoryMiB), int64(c.MemoryMiB)},
+			Cores:     Amount{int64(c.Used.Cores), int64(c.Cores)},
+			Sharers:   Amount{int64(c.Used.Sharers), int64(c.Split)},
+			Pods:      []Grant{},
+		}
+		for _, h := range c.Holders {
+			if namespace != "" && h.Namespace != namespace {
+				card.OtherPods++
+				continue
+			}
+			card.Pods = append(card.Pods, Grant{Namespace: h.Namespace, Name: h.Pod, Container: h.Container, MemoryMiB: h.MemoryMiB, Cores: h.Cores})
+		}
+		n.Cards = append(n.Cards, card)
+		n.Total.add(&n.Cards[len(n.Cards)-1])
+	}
+	for _, p := range r.PodIssues {
+		if namespace != "" && p.Namespace != namespace {
+			continue
+		}
+		if n, ok := byName[p.Node]; ok {
+			n.Problems = append(n.Problems, PodProblem{Namespace: p.Namespace, Name: p.Pod, Problem: p.Problem})
+		}
+	}
+	names := make([]string, 0, len(byName))
+	for name := range byName {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		n := byName[name]
+		doc.Nodes = append(doc.Nodes, *n)
+		if n.Error != "" {
+			doc.Total.UnreadableNodes++
+			continue
+		}
+		doc.Total.Nodes++
+		for i := range n.Cards {
+			doc.Total.add(&n.Cards[i])
+		}
+	}
+	return doc
+}

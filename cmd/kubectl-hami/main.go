@@ -1,0 +1,53 @@
+// Command kubectl-hami is a kubectl plugin for clusters that share GPUs
+// with HAMi (hami-scheduler or HAMi's own scheduler extender). Copied onto
+// the PATH it runs as `kubectl hami`.
+//
+//	kubectl hami top [NODE...] [-l selector] [-n namespace] [-o wide|json]
+//
+// shows each node's cards: model, memory, cores and sharers used of their
+// totals as bars, the pods on each card, and totals per node and for the
+// cluster. It reads the same annotations the scheduler does; see
+// README.md next to this file.
+package main
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+)
+
+// NewRootCommand returns `kubectl hami` with its subcommands and the usual
+// kubectl connection flags (--kubeconfig, --context, -n, ...).
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	return newRootCommand(streams, nil)
+}
+
+// newRootCommand is NewRootCommand with the clientset given (nil: from the
+// config flags).
+func newRootCommand(streams genericiooptions.IOStreams, client func() (kubernetes.Interface, error)) *cobra.Command {
+	cf := genericclioptions.NewConfigFlags(true)
+	root := &cobra.Command{
+		Use:   "kubectl-hami",
+		Short: "Inspect HAMi GPU sharing: which pod holds how much of which card",
+		Annotations: map[string]string{
+			cobra.CommandDisplayNameAnnotation: "kubectl hami",
+		},
+		SilenceUsage: true,
+	}
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	cf.AddFlags(root.PersistentFlags())
+	root.AddCommand(newTopCommand(cf, streams, client))
+	return root
+}
+
+func main() {
+	root := NewRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if err := root.Execute(); err != nil {
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
+)
+
+// TopOptions are the inputs of `kubectl hami top`.
+type TopOptions struct {
+	ConfigFlags *genericclioptions.ConfigFlags
+	genericiooptions.IOStreams
+
+	// Output is "", "wide" or "json".
+	Output string
+	// Selector is a node label selector.
+	Selector string
+	// Nodes are the node names given as arguments.
+	Nodes []string
+	// Namespace restricts the pods listed; empty for all.
+	Namespace string
+
+	// client returns the clientset; tests replace it.
+	client func() (kubernetes.Interface, error)
+}
+
+const topExample = `  # Every GPU node's cards, with bars, the pods on each card and totals
+  kubectl hami top
+
+  # Two nodes, full UUIDs and each container's grant
+  kubectl hami top gpu-0 gpu-1 -o wide
+
+  # Nodes labelled pool=train; list only the pods of namespace ml
+  kubectl hami top -l pool=train -n ml
+
+  # The same as a JSON document (kind Top, apiVersion kubectl-hami.hami.io/v1)
+  kubectl hami top -o json`
+
+// NewTopCommand returns the top subcommand.
+func NewTopCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
+	return newTopCommand(cf, streams, nil)
+}
+
+// newTopCommand is NewTopCommand with the clientset given (nil: from the
+// config flags).
+func newTopCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, client func() (kubernetes.Interface, error)) *cobra.Command {
+	o := &TopOptions{ConfigFlags: cf, IOStreams: streams, client: client}
+	cmd := &cobra.Command{
+		Use:   "top [NODE...]",
+		Short: "Show the GPU cards of HAMi nodes: memory, cores and sharers used, and the pods on each card",
+		Long: `Show, per node, each card HAMi's device plugin registered (hami.io/node-nvidia-register)
+and what the pods bound to the node hold of it (hami.io/vgpu-devices-allocated), read
+the way the scheduler reads them: pods whose spec.nodeName equals their hami.io/vgpu-node
+annotation and that have not terminated. Works against hami-scheduler and HAMi's own
+scheduler extender alike.
+
+With -n only that namespace's pods are listed; the amounts still count every pod.`,
+		Example:               topExample,
+		DisableFlagsInUseLine: true,
+		SilenceUsage:          true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.Complete(cmd, args); err != nil {
+				return err
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			return o.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: wide or json.")
+	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Node label selector (e.g. -l key1=value1,key2=value2).")
+	return cmd
+}
+
+// Complete fills the options from the flags and arguments.
+func (o *TopOptions) Complete(cmd *cobra.Command, args []string) error {
+	o.Nodes = args
+	if f := cmd.Flag("namespace"); f != nil && f.Changed && o.ConfigFlags.Namespace != nil {
+		o.Namespace = *o.ConfigFlags.Namespace
+	}
+	if o.client == nil {
+		o.client = func() (kubernetes.Interface, error) {
+			cfg, err := o.ConfigFlags.ToRESTConfig()
+			if err != nil {
+				return nil, err
+			}
+			return kubernetes.NewForConfig(cfg)
+		}
+	}
+	return nil
+}
+
+// Validate checks the options.
+func (o *TopOptions) Validate() error {
+	switch o.Output {
+	case "", "wide", "json":
+	default:
+		return fmt.Errorf("unknown output format %q: want wide or json", o.Output)
+	}
+	if len(o.Nodes) > 0 && o.Selector != "" {
+		return errors.New("node names cannot be given together with a selector (-l)")
+	}
+	if _, err := labels.Parse(o.Selector); err != nil {
+		return fmt.Errorf("selector %q: %w", o.Selector, err)
+	}
+	return nil
+}
+
+// Run reads the nodes and pods and prints them.
+func (o *TopOptions) Run(ctx context.Context) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	client, err := o.client()
+	if err != nil {
+		return err
+	}
+	doc, err := o.top(ctx, client)
+	if err != nil {
+		return err
+	}
+	if o.Output == "json" {
+		if err := writeJSON(o.Out, &doc); err != nil {
+			return err
+		}
+		return nil
+	}
+	return writeTable(o.Out, &doc, o.Output == "wide")
+}
+
+// top lists what it needs and builds the document.
+func (o *TopOptions) top(ctx context.Context, client kubernetes.Interface) (Top, error) {
+	nodes, err := o.listNodes(ctx, client)
+	if err != nil {
+		return Top{}, err
+	}
+	pods, warnings, err := o.listPods(ctx, client, nodes)
+	if err != nil {
+		return Top{}, err
+	}
+	var unregistered []string
+	for i := range nodes {
+		if _, ok := nodes[i].Annotations[nvidia.RegisterAnnotation]; !ok && len(o.Nodes) > 0 {
+			unregistered = append(unregistered, nodes[i].Name)
+		}
+	}
+	doc := buildTop(allocation.Read(nodes, pods), unregistered, o.Namespace)
+	doc.Warnings = warnings
+	return doc, nil
+}
+
+// listNodes gets the named nodes, or lists those the selector matches.
+func (o *TopOptions) listNodes(ctx context.Context, client kubernetes.Interface) ([]corev1.Node, error) {
+	if len(o.Nodes) == 0 {
+		list, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+		if err != nil {
+			return nil, fmt.Errorf("listing nodes: %w", err)
+		}
+		sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].Name < list.Items[j].Name })
+		return list.Items, nil
+	}
+	var nodes []corev1.Node
+	seen := map[string]bool{}
+	for _, name := range o.Nodes {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		n, err := client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, *n)
+	}
+	return nodes, nil
+}
+
+// listPods lists the pods that may hold cards of the nodes: those bound to
+// one of them and not terminated, in every namespace (the amounts count
+// them all). Without permission to list pods cluster-wide and with -n, it
+// falls back to that namespace and says so.
+func (o *TopOptions) listPods(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node) ([]corev1.Pod, []string, error) {
+	notTerminated := fields.AndSelectors(
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+	var selectors []fields.Selector
+	if len(o.Nodes) > 0 {
+		// A few named nodes: ask for their pods only.
+		for i := range nodes {
+			selectors = append(selectors, fields.AndSelectors(fields.OneTermEqualSelector("spec.nodeName", nodes[i].Name), notTerminated))
+		}
+	} else {
+		selectors = []fields.Selector{notTerminated}
+	}
+	var warnings []string
+	var pods []corev1.Pod
+	for _, sel := range selectors {
+		opts := metav1.ListOptions{FieldSelector: sel.String()}
+		list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+		if err != nil && apierrors.IsForbidden(err) && o.Namespace != "" {
+			list, err = client.CoreV1().Pods(o.Namespace).List(ctx, opts)
+			if err == nil && len(warnings) == 0 {
+				warnings = append(warnings, fmt.Sprintf("pods cannot be listed in all namespaces: the amounts used count only namespace %s", o.Namespace))
+			}
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing pods: %w", err)
+		}
+		pods = append(pods, list.Items...)
+	}
+	onNodes := map[string]bool{}
+	for i := range nodes {
+		onNodes[nodes[i].Name] = true
+	}
+	seen := map[string]bool{}
+	kept := pods[:0]
+	for i := range pods {
+		key := pods[i].Namespace + "/" + pods[i].Name
+		if onNodes[pods[i].Spec.NodeName] && !seen[key] {
+			seen[key] = true
+			kept = append(kept, pods[i])
+		}
+	}
+	// The API lists by namespace and name; fakes may not.
+	sort.SliceStable(kept, func(i, j int) bool {
+		if kept[i].Namespace != kept[j].Namespace {
+			return kept[i].Namespace < kept[j].Namespace
+		}
+		return kept[i].Name < kept[j].Name
+	})
+	return kept, warnings, nil
+}
