@@ -56,8 +56,16 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		}
 		a, rej := v.Fit(cards, used, req)
 		if rej != nil {
+			if rej.Unresolvable {
+				// The pod's own annotations cannot be honoured on any node.
+				return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices: "+rej.Reason())
+			}
 			p.rejected.add(pod)
 			return fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: "+rej.Reason())
+		}
+		if why := p.exceedsQuota(pod, vi, v, a, req.Inits); why != "" {
+			p.rejected.add(pod)
+			return fwk.NewStatus(fwk.Unschedulable, "exceeding resource quota: "+why)
 		}
 		fit.assignments[vi] = a
 		fit.load += devices.NodeLoad(cards, used, a)

@@ -32,6 +32,8 @@ type Plugin struct {
 	locker   *nodelock.Locker
 	// rejected are the pods Filter turned away for lack of devices.
 	rejected rejectedPods
+	// quotas are the namespaces' device limits.
+	quotas quotaLimits
 	// synced reports whether the cache has seen every node and pod the
 	// informers listed at start.
 	synced func() bool
@@ -82,7 +84,8 @@ func (p *Plugin) Name() string { return Name }
 // Cache exposes the device cache, for tests and diagnostics.
 func (p *Plugin) Cache() *devicecache.Cache { return p.cache }
 
-// watch feeds the cache from the shared node and pod informers.
+// watch feeds the cache from the shared node and pod informers, and the
+// quota limits from the ResourceQuota informer.
 func (p *Plugin) watch(logger klog.Logger) error {
 	informers := p.handle.SharedInformerFactory()
 	if informers == nil {
@@ -104,6 +107,10 @@ func (p *Plugin) watch(logger klog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("watch pods: %w", err)
 	}
-	p.synced = func() bool { return nodes.HasSynced() && pods.HasSynced() }
+	quotas, err := p.watchQuotas()
+	if err != nil {
+		return fmt.Errorf("watch resource quotas: %w", err)
+	}
+	p.synced = func() bool { return nodes.HasSynced() && pods.HasSynced() && quotas.HasSynced() }
 	return nil
 }

@@ -25,6 +25,8 @@ type Cache struct {
 	pods  map[types.UID]*podState
 	// podsByNode indexes pods by node, whether or not the node is known yet.
 	podsByNode map[string]map[types.UID]struct{}
+	// namespaces totals, per namespace and vendor, what its pods hold.
+	namespaces map[string][]DeviceUse
 }
 
 // nodeState is one node's inventory and usage, per vendor (index-aligned
@@ -46,8 +48,9 @@ type vendorState struct {
 
 // podState is what one pod holds.
 type podState struct {
-	key  string
-	node string
+	key       string
+	namespace string
+	node      string
 	// assignments is index-aligned with the registry's vendors.
 	assignments []devices.Assignment
 	// inits is how many leading entries of each assignment are init
@@ -65,6 +68,7 @@ func New(registry *devices.Registry) *Cache {
 		nodes:      map[string]*nodeState{},
 		pods:       map[types.UID]*podState{},
 		podsByNode: map[string]map[types.UID]struct{}{},
+		namespaces: map[string][]DeviceUse{},
 	}
 }
 
@@ -133,7 +137,7 @@ func (c *Cache) Assume(pod *corev1.Pod, node string, assignments []devices.Assig
 		}
 		c.removePodLocked(pod.UID)
 	}
-	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), node: node, assignments: assignments, inits: len(pod.Spec.InitContainers), assumed: true})
+	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), namespace: pod.Namespace, node: node, assignments: assignments, inits: len(pod.Spec.InitContainers), assumed: true})
 	return nil
 }
 
@@ -149,6 +153,7 @@ func (c *Cache) Forget(pod *corev1.Pod) {
 
 func (c *Cache) addPodLocked(uid types.UID, p *podState) {
 	c.pods[uid] = p
+	c.chargeNamespaceLocked(p, true)
 	byNode := c.podsByNode[p.node]
 	if byNode == nil {
 		byNode = map[types.UID]struct{}{}
@@ -166,6 +171,7 @@ func (c *Cache) removePodLocked(uid types.UID) {
 		return
 	}
 	delete(c.pods, uid)
+	c.chargeNamespaceLocked(p, false)
 	if byNode := c.podsByNode[p.node]; byNode != nil {
 		delete(byNode, uid)
 		if len(byNode) == 0 {

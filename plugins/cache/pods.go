@@ -50,7 +50,7 @@ func (c *Cache) SetPod(pod *corev1.Pod) error {
 		}
 		c.removePodLocked(pod.UID)
 	}
-	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), node: pod.Spec.NodeName, assignments: assignments, inits: inits})
+	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), namespace: pod.Namespace, node: pod.Spec.NodeName, assignments: assignments, inits: inits})
 	return nil
 }
 
