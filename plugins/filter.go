@@ -36,10 +36,14 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		fit.assignments = make([]devices.Assignment, len(vendors))
 	}
 	var usageBuf [16]devices.Usage
-	fitted := int64(0)
+	var tally devices.NodeTally
 	for vi, v := range vendors {
 		req := &s.requests[vi]
 		if req.IsZero() {
+			// HAMi's node score counts every card of the node.
+			if cards, used, _, err := p.nodeCards(s, node.Name, vi, usageBuf[:0]); err == nil {
+				tally.Add(cards, used)
+			}
 			continue
 		}
 		cards, used, heldFor, err := p.nodeCards(s, node.Name, vi, usageBuf[:0])
@@ -68,12 +72,9 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 			return fwk.NewStatus(fwk.Unschedulable, "exceeding resource quota: "+why)
 		}
 		fit.assignments[vi] = a
-		fit.load += devices.NodeLoad(cards, used, a)
-		fitted++
+		tally.Add(cards, used)
 	}
-	if fitted > 1 {
-		fit.load /= fitted
-	}
+	fit.score = tally.Score()
 	s.setFit(node.Name, fit)
 	return nil
 }

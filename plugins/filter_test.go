@@ -31,14 +31,14 @@ func TestPreFilter(t *testing.T) {
 			wantCode: fwk.Skip,
 		},
 		{
-			name: "unknown node policy is refused",
+			// HAMi: any node policy but exactly "spread" packs.
+			name: "unknown node policy is not refused",
 			pod: func() *corev1.Pod {
 				p := gpuPod("policy", gpu(1, 1000, 10))
 				p.Annotations[devices.NodePolicyAnnotation] = "random"
 				return p
 			}(),
-			wantCode: fwk.UnschedulableAndUnresolvable,
-			wantMsg:  devices.NodePolicyAnnotation,
+			wantCode: fwk.Success,
 		},
 	}
 	for _, tt := range tests {

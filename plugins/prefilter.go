@@ -2,7 +2,6 @@ package plugins
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -23,13 +22,9 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	if !p.synced() {
 		return nil, fwk.NewStatus(fwk.Error, "device cache is still loading nodes and pods")
 	}
-	nodePolicy, err := p.nodePolicy(pod)
-	if err != nil {
-		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, err.Error())
-	}
 	state.Write(stateKey, &cycleState{
 		requests:   requests,
-		nodePolicy: nodePolicy,
+		nodePolicy: p.nodePolicy(pod),
 		fits:       make(map[string]*nodeFit, len(nodes)),
 	})
 	return nil, nil
@@ -51,16 +46,18 @@ func (p *Plugin) podRequests(pod *corev1.Pod) (requests []devices.PodRequest, as
 	return requests, true, nil
 }
 
-// nodePolicy is the pod's hami.io/node-scheduler-policy, else the default.
-func (p *Plugin) nodePolicy(pod *corev1.Pod) (devices.NodePolicy, error) {
-	switch policy := devices.NodePolicy(pod.Annotations[devices.NodePolicyAnnotation]); policy {
-	case "":
-		return devices.NodePolicy(p.args.NodeSchedulerPolicy), nil
-	case devices.NodeBinpack, devices.NodeSpread:
-		return policy, nil
-	default:
-		return "", fmt.Errorf("annotation %s=%q: want %s or %s", devices.NodePolicyAnnotation, policy, devices.NodeBinpack, devices.NodeSpread)
+// nodePolicy is the pod's hami.io/node-scheduler-policy when present, else
+// the default. As in HAMi, exactly "spread" spreads and any other value
+// packs.
+func (p *Plugin) nodePolicy(pod *corev1.Pod) devices.NodePolicy {
+	policy, ok := pod.Annotations[devices.NodePolicyAnnotation]
+	if !ok {
+		policy = p.args.NodeSchedulerPolicy
 	}
+	if devices.NodePolicy(policy) == devices.NodeSpread {
+		return devices.NodeSpread
+	}
+	return devices.NodeBinpack
 }
 
 // PreFilterExtensions lets preemption see the cards its victims would free.

@@ -24,9 +24,9 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 	return nil
 }
 
-// Score ranks a node by how loaded its cards would be with the pod:
-// binpack favours the fullest nodes, spread the emptiest. The load was
-// computed by Filter; scores span 0 to fwk.MaxNodeScore. A pod PreFilter
+// Score ranks a node by HAMi's node score, how used its cards are before
+// the pod (computed by Filter): binpack favours the fullest nodes, spread
+// the emptiest. HAMi's 0-30 float is scaled onto 0 to fwk.MaxNodeScore. A pod PreFilter
 // skipped scores 0 everywhere (PreScore normally spares it the call).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := readState(state)
@@ -40,11 +40,12 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 	if !ok {
 		return 0, fwk.NewStatus(fwk.Error, "node was not filtered by "+Name)
 	}
-	load := fit.load * fwk.MaxNodeScore / 100
+	score := int64(fit.score*float32(fwk.MaxNodeScore)/devices.MaxNodeScore + 0.5)
+	score = min(max(score, 0), fwk.MaxNodeScore)
 	if s.nodePolicy == devices.NodeSpread {
-		return fwk.MaxNodeScore - load, nil
+		return fwk.MaxNodeScore - score, nil
 	}
-	return load, nil
+	return score, nil
 }
 
 // ScoreExtensions implements fwk.ScorePlugin; scores are already in range.

@@ -21,6 +21,7 @@ func TestScoreFollowsNodePolicy(t *testing.T) {
 		{name: "default binpack", wantBusyFirst: true},
 		{name: "spread by args", args: &configv1.HAMiArgs{NodeSchedulerPolicy: ptr.To(string(devices.NodeSpread))}, wantBusyFirst: false},
 		{name: "spread by annotation", annotation: "spread", wantBusyFirst: false},
+		{name: "unknown annotation value packs, as in HAMi", args: &configv1.HAMiArgs{NodeSchedulerPolicy: ptr.To(string(devices.NodeSpread))}, annotation: "fastest", wantBusyFirst: true},
 		{name: "binpack annotation over spread args", args: &configv1.HAMiArgs{NodeSchedulerPolicy: ptr.To(string(devices.NodeSpread))}, annotation: "binpack", wantBusyFirst: true},
 	}
 	for _, tt := range tests {

@@ -43,8 +43,9 @@ type nodeFit struct {
 	// assignments is index-aligned with the registry's vendors; nil
 	// entries for vendors the pod does not ask for.
 	assignments []devices.Assignment
-	// load is the node's use in percent after the assignment.
-	load int64
+	// score is HAMi's node score: how used the node's cards are before
+	// the pod (0 to devices.MaxNodeScore).
+	score float32
 	// single backs assignments for the common one-vendor case.
 	single [1]devices.Assignment
 }
