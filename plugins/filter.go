@@ -52,6 +52,7 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 			p.rejected.add(pod)
 			return fwk.NewStatus(fwk.Unschedulable, "node's devices not known yet")
 		case err != nil:
+			p.rejected.add(pod)
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices unusable: "+err.Error())
 		case len(cards) == 0:
 			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no "+v.Name()+" device on node")

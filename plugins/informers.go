@@ -58,9 +58,9 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 	}
 	held := p.cache.HasAssignment(pod)
 	if err := p.cache.SetPod(pod); err != nil {
-		logger.Error(err, "Pod's device assignment cannot be read; it is not accounted", "pod", klog.KObj(pod))
+		logger.Error(err, "Pod's device assignment cannot be read; its node's cards are held until it is gone", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 		p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InvalidDeviceAssignment", "Scheduling",
-			"device assignment annotation cannot be read, its cards are not accounted: %v", err)
+			"device assignment annotation cannot be read; the node's cards take no new pod until this pod is gone or its annotation is fixed: %v", err)
 	}
 	if held && pod.Spec.NodeName != "" && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
 		p.retryRejected(logger, "a pod holding devices terminated")

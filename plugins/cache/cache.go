@@ -6,6 +6,7 @@
 package cache
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -27,6 +28,8 @@ type Cache struct {
 	podsByNode map[string]map[types.UID]struct{}
 	// namespaces totals, per namespace and vendor, what its pods hold.
 	namespaces map[string][]DeviceUse
+	// blocked lists, per node, the pods with an unreadable assignment there.
+	blocked map[string]map[types.UID]string
 }
 
 // nodeState is one node's inventory and usage, per vendor (index-aligned
@@ -59,6 +62,9 @@ type podState struct {
 	inits int
 	// assumed is true from Reserve until an informer event confirms it.
 	assumed bool
+	// unreadable says why the pod's assignment cannot be decoded; such a
+	// pod blocks its node's cards.
+	unreadable string
 }
 
 // New returns an empty cache for the registry's vendors.
@@ -69,6 +75,7 @@ func New(registry *devices.Registry) *Cache {
 		pods:       map[types.UID]*podState{},
 		podsByNode: map[string]map[types.UID]struct{}{},
 		namespaces: map[string][]DeviceUse{},
+		blocked:    map[string]map[types.UID]string{},
 	}
 }
 
@@ -89,6 +96,9 @@ func (c *Cache) Snapshot(node string, vendor int, dst []devices.Usage) ([]device
 	v := &n.vendors[vendor]
 	if v.err != nil {
 		return nil, dst[:0], v.err
+	}
+	for _, why := range c.blocked[node] {
+		return nil, dst[:0], errors.New(why)
 	}
 	dst = append(dst[:0], v.used...)
 	return v.cards, dst, nil
@@ -153,6 +163,12 @@ func (c *Cache) Forget(pod *corev1.Pod) {
 
 func (c *Cache) addPodLocked(uid types.UID, p *podState) {
 	c.pods[uid] = p
+	if p.unreadable != "" {
+		if c.blocked[p.node] == nil {
+			c.blocked[p.node] = map[types.UID]string{}
+		}
+		c.blocked[p.node][uid] = p.unreadable
+	}
 	c.chargeNamespaceLocked(p, true)
 	byNode := c.podsByNode[p.node]
 	if byNode == nil {
@@ -172,6 +188,12 @@ func (c *Cache) removePodLocked(uid types.UID) {
 	}
 	delete(c.pods, uid)
 	c.chargeNamespaceLocked(p, false)
+	if p.unreadable != "" {
+		delete(c.blocked[p.node], uid)
+		if len(c.blocked[p.node]) == 0 {
+			delete(c.blocked, p.node)
+		}
+	}
 	if byNode := c.podsByNode[p.node]; byNode != nil {
 		delete(byNode, uid)
 		if len(byNode) == 0 {

@@ -280,10 +280,28 @@ func TestSetPodRejectsMalformedAssignment(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), nvidia.AllocatedAnnotation) {
 		t.Fatalf("SetPod error = %v, want one naming %s", err, nvidia.AllocatedAnnotation)
 	}
-	// A confirmed pod whose annotation turned unreadable is released rather
-	// than kept at a stale value.
-	if got := usage(t, c, "n1"); got[0] != (devices.Usage{}) {
-		t.Errorf("usage = %v, want released", got)
+	// A bound pod whose assignment cannot be read may hold any card of
+	// its node: the node's cards take nothing new (fail closed), and other
+	// nodes are unaffected.
+	c.SetNode(gpuNode("n2", 1))
+	if _, _, err := c.Snapshot("n1", 0, nil); err == nil || !strings.Contains(err.Error(), "unreadable device assignment") {
+		t.Errorf("Snapshot(n1) error = %v, want the node blocked by the unreadable pod", err)
+	}
+	if _, _, err := c.Snapshot("n2", 0, nil); err != nil {
+		t.Errorf("Snapshot(n2): %v, want other nodes unaffected", err)
+	}
+	// Readable again: accounted as usual and the block lifted.
+	mustSetPod(t, c, boundPod("a", "n1", "n1-gpu0,NVIDIA,3000,20:;"))
+	if got := usage(t, c, "n1"); got[0] != u(1, 3000, 20) {
+		t.Errorf("usage = %v after the assignment became readable", got)
+	}
+	// Gone: the block is lifted.
+	if err := c.SetPod(boundPod("b", "n1", "garbage")); err == nil {
+		t.Fatal("SetPod accepted garbage")
+	}
+	c.RemovePod(boundPod("b", "n1", ""))
+	if _, _, err := c.Snapshot("n1", 0, nil); err != nil {
+		t.Errorf("Snapshot(n1) after the unreadable pod left: %v", err)
 	}
 }
 

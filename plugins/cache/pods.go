@@ -13,16 +13,28 @@ import (
 // SetPod accounts a pod as the API server sees it. A bound, non-terminated
 // pod whose annotations carry an assignment for its node holds those cards;
 // anything else holds nothing, except an assignment assumed by this
-// scheduler that the API has not caught up with yet. It returns an error
-// (and accounts nothing new) when the annotations cannot be decoded.
+// scheduler that the API has not caught up with yet. A bound pod whose
+// assignment cannot be decoded may hold any card of its node: the node's
+// cards take no new pod until it is gone or readable (fail closed), and
+// SetPod returns the decoding error.
 func (c *Cache) SetPod(pod *corev1.Pod) error {
 	assignments, has, err := c.decodeAssignments(pod)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, tracked := c.pods[pod.UID]
-	if err != nil || terminated(pod) {
-		if tracked && (!old.assumed || terminated(pod)) {
+	if terminated(pod) {
+		if tracked {
 			c.removePodLocked(pod.UID)
+		}
+		return err
+	}
+	if err != nil {
+		if tracked {
+			c.removePodLocked(pod.UID)
+		}
+		if pod.Spec.NodeName != "" {
+			c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), namespace: pod.Namespace, node: pod.Spec.NodeName,
+				unreadable: fmt.Sprintf("pod %s holds an unreadable device assignment (%v); the node's cards are held until it is gone", klog.KObj(pod), err)})
 		}
 		return err
 	}
