@@ -138,7 +138,6 @@ func Read(nodes []corev1.Node, pods []corev1.Pod) Report {
 				pg := PodGrant{Container: name, Grant: g, Index: -1}
 				if ok {
 					c := &cards[idx]
-					c.Used.Add(g)
 					c.Pods = append(c.Pods, key)
 					c.Holders = append(c.Holders, Holder{Namespace: p.Namespace, Pod: p.Name, Container: name, MemoryMiB: g.MemoryMiB, Cores: g.Cores})
 					pg.Index = c.Index
@@ -148,6 +147,7 @@ func Read(nodes []corev1.Node, pods []corev1.Pod) Report {
 				grants[key] = append(grants[key], pg)
 			}
 		}
+		chargePod(p, a, cards, byUUID)
 	}
 	sort.SliceStable(cards, func(i, j int) bool {
 		if cards[i].Node != cards[j].Node {
@@ -157,6 +157,31 @@ func Read(nodes []corev1.Node, pods []corev1.Pod) Report {
 	})
 	r.Cards, r.Grants = cards, grants
 	return r
+}
+
+// chargePod adds what a pod holds to its node's cards, as the scheduler
+// accounts it: per card the larger of its biggest init grant and the sum
+// of its regular grants, the regular grants alone once every init
+// container has succeeded (HAMi's rules).
+func chargePod(p *corev1.Pod, a devices.Assignment, cards []CardUse, byUUID map[string]int) {
+	inits := len(p.Spec.InitContainers)
+	if inits > 0 && devices.InitContainersSucceeded(p) {
+		a, inits = a.Regular(inits), 0
+	}
+	seen := map[int]bool{}
+	a.Grants(func(g devices.Grant) {
+		idx, ok := byUUID[p.Spec.NodeName+"/"+g.UUID]
+		if !ok || seen[idx] {
+			return
+		}
+		seen[idx] = true
+		one := []devices.Card{cards[idx].Card}
+		used := []devices.Usage{{}}
+		devices.ApplyGrants(one, used, a, inits, true)
+		cards[idx].Used.Sharers += used[0].Sharers
+		cards[idx].Used.MemoryMiB += used[0].MemoryMiB
+		cards[idx].Used.Cores += used[0].Cores
+	})
 }
 
 // Overcommitments describes every card whose holders exceed it.
