@@ -5,7 +5,9 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/cache"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -29,6 +31,17 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
+	fit, st := p.fitNode(s, pod, node.Name)
+	if !st.IsSuccess() {
+		return st
+	}
+	s.setFit(node.Name, fit)
+	return nil
+}
+
+// fitNode places the pod on the node's cards (as this cycle sees them) and
+// computes the node's score.
+func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (*nodeFit, *fwk.Status) {
 	fit := &nodeFit{}
 	fit.assignments = fit.single[:]
 	vendors := p.registry.Vendors()
@@ -41,43 +54,68 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		req := &s.requests[vi]
 		if req.IsZero() {
 			// HAMi's node score counts every card of the node.
-			if cards, used, _, err := p.nodeCards(s, node.Name, vi, usageBuf[:0]); err == nil {
+			if cards, used, _, err := p.nodeCards(s, nodeName, vi, usageBuf[:0]); err == nil {
 				tally.Add(cards, used)
 			}
 			continue
 		}
-		cards, used, heldFor, err := p.nodeCards(s, node.Name, vi, usageBuf[:0])
+		cards, used, heldFor, err := p.nodeCards(s, nodeName, vi, usageBuf[:0])
 		switch {
 		case errors.Is(err, devicecache.ErrUnknownNode):
 			p.rejected.add(pod)
-			return fwk.NewStatus(fwk.Unschedulable, "node's devices not known yet")
+			return nil, fwk.NewStatus(fwk.Unschedulable, "node's devices not known yet")
 		case err != nil:
 			p.rejected.add(pod)
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices unusable: "+err.Error())
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices unusable: "+err.Error())
 		case len(cards) == 0:
-			return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no "+v.Name()+" device on node")
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no "+v.Name()+" device on node")
 		case heldFor != "":
-			return fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: freed for nominated pod "+heldFor)
+			return nil, fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: freed for nominated pod "+heldFor)
 		}
 		a, rej := v.Fit(cards, used, req)
+		if rej != nil && !rej.Unresolvable && p.releaseGone(nodeName, cards, used, vi) {
+			a, rej = v.Fit(cards, used, req)
+		}
 		if rej != nil {
 			if rej.Unresolvable {
 				// The pod's own annotations cannot be honoured on any node.
-				return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices: "+rej.Reason())
+				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices: "+rej.Reason())
 			}
 			p.rejected.add(pod)
-			return fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: "+rej.Reason())
+			return nil, fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: "+rej.Reason())
 		}
 		if why := p.exceedsQuota(pod, vi, v, a, req.Inits); why != "" {
 			p.rejected.add(pod)
-			return fwk.NewStatus(fwk.Unschedulable, "exceeding resource quota: "+why)
+			return nil, fwk.NewStatus(fwk.Unschedulable, "exceeding resource quota: "+why)
 		}
 		fit.assignments[vi] = a
 		tally.Add(cards, used)
 	}
 	fit.score = tally.Score()
-	s.setFit(node.Name, fit)
-	return nil
+	return fit, nil
+}
+
+// releaseGone subtracts from used what pods hold that the informer's
+// store no longer has (deleted, but the cache's own informer handler has
+// not caught up yet), and reports whether there were any. Only a fit that
+// failed pays for this check.
+func (p *Plugin) releaseGone(node string, cards []devices.Card, used []devices.Usage, vi int) bool {
+	released := false
+	for uid, held := range p.cache.HoldingsOn(node) {
+		if held.Assumed {
+			continue
+		}
+		ns, name, err := cache.SplitMetaNamespaceKey(held.Key)
+		if err != nil {
+			continue
+		}
+		pod, err := p.pods.Pods(ns).Get(name)
+		if (err != nil && apierrors.IsNotFound(err)) || (err == nil && pod.UID != uid) {
+			held.Apply(cards, used, vi, false)
+			released = true
+		}
+	}
+	return released
 }
 
 // nodeCards returns vendor vi's cards on node and their usage as this

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -140,5 +141,44 @@ func TestFilterUnknownNodeIsRetried(t *testing.T) {
 	ni.Node().Name = "not-yet-seen"
 	if st := h.plugin.Filter(h.ctx, state, pod, ni); st.Code() != fwk.Unschedulable {
 		t.Errorf("code = %v, want Unschedulable so the pod is retried", st.Code())
+	}
+}
+
+// The device cache's informer handler may lag the informer's store (and
+// the framework) on a pod deletion; a fit that fails only because of such
+// a deleted pod's cards does not fail. A pod still in the store keeps its
+// cards.
+func TestFilterIgnoresPodsGoneFromTheStore(t *testing.T) {
+	bound := func(name string) *corev1.Pod {
+		p := gpuPod(name, gpu(1, 8000, 0))
+		p.Spec.NodeName = "n1"
+		p.Annotations[nvidia.AllocatedAnnotation] = "only,NVIDIA,8000,0:;"
+		p.Annotations[devices.AssignedNode] = "n1"
+		return p
+	}
+	tests := []struct {
+		name    string
+		inStore bool
+		wantFit bool
+	}{
+		{"holder deleted, cache not caught up", false, true},
+		{"holder still in the store", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			holder := bound("holder")
+			objs := []runtime.Object{gpuNode("n1", card("only", 10000))}
+			if tt.inStore {
+				objs = append(objs, holder)
+			}
+			h := newHarness(t, nil, objs...)
+			if err := h.plugin.Cache().SetPod(holder); err != nil {
+				t.Fatal(err)
+			}
+			_, st := h.filter(gpuPod("waiter", gpu(1, 8000, 0)), "n1")
+			if st.IsSuccess() != tt.wantFit {
+				t.Errorf("Filter: %v, want fit %v", st, tt.wantFit)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -34,6 +35,8 @@ type Plugin struct {
 	rejected rejectedPods
 	// quotas are the namespaces' device limits.
 	quotas quotaLimits
+	// pods reads the pod informer's store.
+	pods corelisters.PodLister
 	// synced reports whether the cache has seen every node and pod the
 	// informers listed at start.
 	synced func() bool
@@ -99,6 +102,7 @@ func (p *Plugin) watch(logger klog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("watch nodes: %w", err)
 	}
+	p.pods = informers.Core().V1().Pods().Lister()
 	pods, err := informers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.onPodSet(logger, obj) },
 		UpdateFunc: func(_, obj any) { p.onPodSet(logger, obj) },

@@ -38,7 +38,7 @@ func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod
 // the cache back.
 func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
-	s, fit, st := chosenFit(state, nodeName)
+	s, fit, st := p.chosenFit(ctx, state, pod, nodeName)
 	if st != nil {
 		return st
 	}

@@ -11,7 +11,7 @@ import (
 // Reserve assumes the cards Filter chose on the node, so the next pod's
 // Filter sees them taken before the API server knows of them.
 func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
-	s, fit, st := chosenFit(state, nodeName)
+	s, fit, st := p.chosenFit(ctx, state, pod, nodeName)
 	if st != nil {
 		return st
 	}

@@ -33,11 +33,22 @@ func TestReserveIsSeenByTheNextPodAndUnreserveRollsBack(t *testing.T) {
 	}
 }
 
-func TestReserveWithoutFilterIsAnError(t *testing.T) {
-	h := newHarness(t, nil, eightCardNode("n1"))
+// The framework may filter a node on a clone of the cycle state (the pass
+// with nominated pods added); Reserve then fits the node itself rather than
+// failing the cycle, and refuses a node the pod does not fit.
+func TestReserveWithoutFilterFitsTheNode(t *testing.T) {
+	h := newHarness(t, nil, eightCardNode("n1"), gpuNode("tiny", card("small", 500)))
 	pod := gpuPod("a", gpu(1, 1000, 0))
 	state, _ := h.preFilter(pod, h.nodeInfo("n1"))
-	if st := h.plugin.Reserve(h.ctx, state, pod, "n1"); st.Code() != fwk.Error {
-		t.Errorf("code = %v, want Error", st.Code())
+	if st := h.plugin.Reserve(h.ctx, state, pod, "n1"); !st.IsSuccess() {
+		t.Fatalf("Reserve without Filter: %v, want the node fitted", st)
+	}
+	if held, ok := h.plugin.Cache().Holding(pod.UID); !ok || held.Node != "n1" {
+		t.Errorf("holding %+v %v, want the pod assumed on n1", held, ok)
+	}
+	other := gpuPod("b", gpu(1, 1000, 0))
+	state, _ = h.preFilter(other, h.nodeInfo("tiny"))
+	if st := h.plugin.Reserve(h.ctx, state, other, "tiny"); st.Code() != fwk.Unschedulable {
+		t.Errorf("Reserve on a node the pod does not fit: %v, want Unschedulable", st)
 	}
 }

@@ -1,11 +1,14 @@
 package plugins
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -122,7 +125,7 @@ func (s *cycleState) simulatedOn(node string) (map[types.UID]devicecache.Holding
 // chosenFit reads the cycle state and Filter's assignment on node, for
 // Reserve and PreBind. It returns nil, nil, nil when PreFilter skipped the
 // pod: there is nothing to reserve or write.
-func chosenFit(state fwk.CycleState, node string) (*cycleState, *nodeFit, *fwk.Status) {
+func (p *Plugin) chosenFit(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, node string) (*cycleState, *nodeFit, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil {
 		return nil, nil, fwk.AsStatus(err)
@@ -131,9 +134,18 @@ func chosenFit(state fwk.CycleState, node string) (*cycleState, *nodeFit, *fwk.S
 		return nil, nil, nil
 	}
 	fit, ok := s.fit(node)
-	if !ok {
-		return nil, nil, fwk.NewStatus(fwk.Error, "no device assignment was computed for node "+node)
+	if ok {
+		return s, fit, nil
 	}
+	// The framework may have filtered the node on a clone of this cycle's
+	// state (a pass with nominated pods added); fit it now, from the same
+	// cache, and keep the result for the rest of the cycle.
+	klog.FromContext(ctx).V(4).Info("No device assignment kept from Filter; fitting the node again", "pod", klog.KObj(pod), "node", node)
+	fit, st := p.fitNode(s, pod, node)
+	if !st.IsSuccess() {
+		return nil, nil, st
+	}
+	s.setFit(node, fit)
 	return s, fit, nil
 }
 

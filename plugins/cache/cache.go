@@ -110,9 +110,13 @@ func (c *Cache) Snapshot(node string, vendor int, dst []devices.Usage) ([]device
 // (a card's use is the larger of the biggest init grant and the sum of the
 // regular grants).
 type Holding struct {
+	// Key is the pod's namespace/name.
+	Key         string
 	Node        string
 	Assignments []devices.Assignment
 	Inits       int
+	// Assumed is set from Reserve until the API confirms the assignment.
+	Assumed bool
 }
 
 // Apply adds the pod's use of vendor vi's cards to used, or removes it.
@@ -120,6 +124,19 @@ func (h Holding) Apply(cards []devices.Card, used []devices.Usage, vi int, add b
 	if vi < len(h.Assignments) {
 		devices.ApplyGrants(cards, used, h.Assignments[vi], h.Inits, add)
 	}
+}
+
+// HoldingsOn returns what each pod on the node holds (a copy).
+func (c *Cache) HoldingsOn(node string) map[types.UID]Holding {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[types.UID]Holding, len(c.podsByNode[node]))
+	for uid := range c.podsByNode[node] {
+		if p := c.pods[uid]; p.unreadable == "" {
+			out[uid] = p.holding()
+		}
+	}
+	return out
 }
 
 // Holding returns what the pod holds, and where.
@@ -240,5 +257,5 @@ func (c *Cache) Stats() Stats {
 }
 
 func (p *podState) holding() Holding {
-	return Holding{Node: p.node, Assignments: p.assignments, Inits: p.inits}
+	return Holding{Key: p.key, Node: p.node, Assignments: p.assignments, Inits: p.inits, Assumed: p.assumed}
 }
