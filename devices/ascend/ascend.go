@@ -45,10 +45,11 @@ const (
 	ModeTemplate = "vnpu-template"
 )
 
-// NoNetworkID is the devices.Card.NUMA of an Ascend card on a node where
-// not every card registered a custominfo.NetworkID. On nodes where all do,
-// NUMA holds the card's NetworkID (see README: HAMi reads no NUMA for
-// Ascend, and Card has no other field for it).
+// NoNetworkID is the devices.Card.Group of an Ascend card that registered
+// no custominfo.NetworkID; other cards' Group is their NetworkID. NetworkID
+// placement applies only on nodes where every card has one (HAMi's
+// hasNetworkID). Card.NUMA is the registered numa, which HAMi's card sort
+// reads.
 const NoNetworkID = -1
 
 const (
@@ -180,8 +181,8 @@ type registeredExtra struct {
 
 // Inventory implements devices.Vendor. NPUs whose registered type does not
 // contain the CommonWord (case-insensitive) are left out, as HAMi does.
-// Each card's Mode says whether its node supports hami-core; its NUMA
-// holds its NetworkID when every NPU has one, else NoNetworkID.
+// Each card's Mode says whether its node supports hami-core; its Group
+// holds its NetworkID, or NoNetworkID.
 func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	raw, ok := node.Annotations[v.registerKey]
 	if !ok {
@@ -210,14 +211,10 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	if !devices.CountAllocatable(node, v.names.Count) {
 		return nil, fmt.Errorf("allocatable %s is 0: the device plugin is not serving", v.names.Count)
 	}
-	allIDs := !slices.Contains(keptIDs, NoNetworkID)
 	mode := v.nodeMode(node)
 	for i := range kept {
 		kept[i].Mode = mode
-		kept[i].NUMA = NoNetworkID
-		if allIDs {
-			kept[i].NUMA = keptIDs[i]
-		}
+		kept[i].Group = keptIDs[i]
 	}
 	devices.ApplyCordon(kept, node.Annotations[devices.DeviceCordon])
 	return kept, nil
