@@ -285,6 +285,7 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if !asked {
 		return devices.PodRequest{}, nil
 	}
+	req.Inits = len(pod.Spec.InitContainers)
 	a := pod.Annotations
 	req.Preferences = devices.Preferences{
 		UseUUIDs:   devices.SplitList(a[v.useUUIDKey]),

@@ -362,7 +362,7 @@ func TestParsePod(t *testing.T) {
 				}}}
 				return p
 			}(),
-			want: devices.PodRequest{Containers: []devices.Request{{Count: 2, MemoryMiB: 65536}, {}}},
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 2, MemoryMiB: 65536}, {}}, Inits: 1},
 		},
 		{name: "other chip", pod: pod(nil, limits("main", "huawei.com/Ascend310P", "1"))},
 		{name: "bytes instead of MiB", pod: pod(nil, limits("main", "huawei.com/Ascend910B3", "1", "huawei.com/Ascend910B3-memory", "16Gi")), wantErr: "Ascend910B3-memory"},

@@ -153,6 +153,7 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if !asked {
 		return devices.PodRequest{}, nil
 	}
+	req.Inits = len(pod.Spec.InitContainers)
 	a := pod.Annotations
 	req.Preferences = devices.Preferences{
 		UseModels:   devices.SplitUpperList(a[UseTypeAnnotation]),
