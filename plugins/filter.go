@@ -61,6 +61,9 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 		}
 		fit.assignments[vi] = a
 		fit.load += devices.NodeLoad(cards, used, a)
+		if ns, ok := v.(devices.NodeScorer); ok {
+			fit.vendorScore += ns.ScoreAssignment(cards, a)
+		}
 		fitted++
 	}
 	if fitted > 1 {

@@ -45,6 +45,10 @@ type nodeFit struct {
 	assignments []devices.Assignment
 	// load is the node's use in percent after the assignment.
 	load int64
+	// vendorScore is the sum of the devices.NodeScorer vendors' scores
+	// for the assignment, in HAMi's node-score points (its base score
+	// runs 0-30 where load runs 0-100).
+	vendorScore float64
 	// single backs assignments for the common one-vendor case.
 	single [1]devices.Assignment
 }
