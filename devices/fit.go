@@ -103,7 +103,7 @@ func (r *Rejection) Reason() string {
 // container's result, as HAMi's in-place sort does; every init container
 // starts from the registered order.
 func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignment, *Rejection) {
-	return FitPodGrouped(vendor, cards, used, req, nil)
+	return FitPodWith(vendor, cards, used, req, FitOptions{})
 }
 
 // GroupPicker chooses the cards of a container asking for more than one
@@ -113,12 +113,22 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 // picked, and returns the n it takes; fewer than n refuses the container.
 type GroupPicker func(cards []Card, grants []Grant, picked []int, n int) []Grant
 
-// FitPodGrouped is FitPod where every container asking for more than one
-// card is placed by pick (when not nil) instead of taking the first cards
-// that pass: the walk (same scores, order and per-card checks) collects
-// every card that passes, fewer than asked refuses the container, and pick
-// chooses among them.
-func FitPodGrouped(vendor string, cards []Card, used []Usage, req *PodRequest, pick GroupPicker) (Assignment, *Rejection) {
+// FitOptions are the vendor rules FitPodWith adds to FitPod's.
+type FitOptions struct {
+	// Pick, when not nil, places every container asking for more than one
+	// card instead of taking the first cards that pass: the walk (same
+	// scores, order and per-card checks) collects every card that passes,
+	// fewer than asked refuses the container, and Pick chooses among them.
+	Pick GroupPicker
+	// CoreTotal, when > 0, is the core total of every card in the per-card
+	// checks (free cores, exclusive 100, cores full) instead of Card.Cores;
+	// card scores keep Card.Cores. HAMi's Ascend hami-core mode checks
+	// against 100 and scores with the registered devcore.
+	CoreTotal int32
+}
+
+// FitPodWith is FitPod with a vendor's extra rules (see FitOptions).
+func FitPodWith(vendor string, cards []Card, used []Usage, req *PodRequest, opts FitOptions) (Assignment, *Rejection) {
 	p := &req.Preferences
 	if p.Invalid != "" {
 		return nil, &Rejection{Container: -1, Cards: len(cards), Unresolvable: true, invalid: p.Invalid}
@@ -135,7 +145,7 @@ func FitPodGrouped(vendor string, cards []Card, used []Usage, req *PodRequest, p
 		order = append(order, i)
 	}
 	keys = keys[:len(cards)]
-	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault(), pick: pick}
+	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault(), pick: opts.Pick, coreTotal: opts.CoreTotal}
 
 	a := make(Assignment, len(req.Containers))
 	inits := max(min(req.Inits, len(req.Containers)), 0)
@@ -195,11 +205,12 @@ func FitPodGrouped(vendor string, cards []Card, used []Usage, req *PodRequest, p
 
 // fitter holds what stays the same for every container of one pod.
 type fitter struct {
-	vendor  string
-	prefs   *Preferences
-	policy  cardPolicy
-	weights ScoringWeights
-	pick    GroupPicker
+	vendor    string
+	prefs     *Preferences
+	policy    cardPolicy
+	weights   ScoringWeights
+	pick      GroupPicker
+	coreTotal int32
 }
 
 // fitContainer picks r.Count distinct cards for one container: it scores
@@ -257,7 +268,13 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 			prevNUMA = c.NUMA
 		}
 		mem := r.MemoryOn(c)
-		if reason, ok := cardRefuses(c, used[i], mem, cores, pol.exclusive, p); ok {
+		checked := c
+		if f.coreTotal > 0 {
+			cc := *c
+			cc.Cores = f.coreTotal
+			checked = &cc
+		}
+		if reason, ok := cardRefuses(checked, used[i], mem, cores, pol.exclusive, p); ok {
 			counts[reason]++
 			continue
 		}

@@ -474,6 +474,18 @@ func TestFit(t *testing.T) {
 			want:        "npu-0,Ascend910B3,8192,50:;",
 		},
 		{
+			// HAMi checks against 100 but scores with devcore 20: npu-0
+			// (cores 10 used) scores 13.75, npu-1 (memory used) 10, so
+			// spread tries npu-1 first. Scoring with 100 would flip them.
+			name:        "hami-core: cards scored with the registered devcore",
+			chip:        "Ascend910B3",
+			annotations: hamiCorePod,
+			containers:  []corev1.Container{limits("main", "huawei.com/Ascend910B3", "1", "huawei.com/Ascend910B3-memory", "8192", "huawei.com/Ascend910B3-core", "5")},
+			cards:       []devices.Card{npuCard("Ascend910B3", "npu-0", 0, none, ModeHAMiCore), npuCard("Ascend910B3", "npu-1", 1, none, ModeHAMiCore)},
+			used:        []devices.Usage{{Sharers: 1, Cores: 10}, {Sharers: 1, MemoryMiB: 8192}},
+			want:        "npu-1,Ascend910B3,8192,5:;",
+		},
+		{
 			name:        "hami-core: insufficient percent",
 			chip:        "Ascend910B3",
 			annotations: hamiCorePod,

@@ -13,36 +13,27 @@ import (
 
 // Fit implements devices.Vendor: HAMi's standard share fit (the shared
 // walk: cards sorted by score, tried from the last backwards), with
-//   - hami-core pods: each NPU's core total taken as 100 (cores are
-//     percent); a node without hami-core support refuses them (card Mode);
+//   - hami-core pods: each NPU's core total taken as 100 in the checks
+//     (cores are percent), the registered one in the card score; a node
+//     without hami-core support refuses them (card Mode);
 //   - 910 chips whose every NPU has a NetworkID, n > 1 NPUs: every NPU
 //     that fits is collected; exactly n are taken in walk order, more are
 //     filled from the NetworkID group with most of them first;
 //   - Ascend910C, n > 1 NPUs: every NPU that fits is collected, then only
 //     whole modules (both NPUs of index/2 fit), and exactly n, else refused.
 func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRequest) (devices.Assignment, *devices.Rejection) {
+	var opts devices.FitOptions
 	if req.Preferences.Mode == ModeHAMiCore {
-		var buf [16]devices.Card
-		cards = wholeCoreCards(cards, buf[:0])
+		// Checked against 100, scored with the registered devcore.
+		opts.CoreTotal = 100
 	}
-	var pick devices.GroupPicker
 	switch {
 	case v.pairs:
-		pick = modulePairs
+		opts.Pick = modulePairs
 	case v.topology && hasNetworkIDs(cards):
-		pick = byNetworkID
+		opts.Pick = byNetworkID
 	}
-	return devices.FitPodGrouped(v.cfg.CommonWord, cards, used, req, pick)
-}
-
-// wholeCoreCards copies the cards with a core total of 100, into buf when
-// it is large enough.
-func wholeCoreCards(cards, buf []devices.Card) []devices.Card {
-	out := append(buf, cards...)
-	for i := range out {
-		out[i].Cores = 100
-	}
-	return out
+	return devices.FitPodWith(v.cfg.CommonWord, cards, used, req, opts)
 }
 
 func hasNetworkIDs(cards []devices.Card) bool {
