@@ -336,3 +336,19 @@ func TestAscendTopologyScore(t *testing.T) {
 		t.Errorf("scores %v: want together about 16 above apart", scores)
 	}
 }
+
+// TestVendorsOnOneNodeAreIndependent: a node whose Hygon register cannot
+// be read still takes NVIDIA pods; Hygon pods are refused there with the
+// reason.
+func TestVendorsOnOneNodeAreIndependent(t *testing.T) {
+	node := mixedNode("n1")
+	node.Annotations[hygon.RegisterAnnotation] = "not a register"
+	h := vendorsHarness(t, node)
+	if _, st := h.filter(gpuPod("g", gpu(2, 15360, 0)), "n1"); !st.IsSuccess() {
+		t.Errorf("NVIDIA pod on a node with a broken Hygon register: %v", st)
+	}
+	_, st := h.filter(gpuPod("d", dcu(1, 1000, 0)), "n1")
+	if st.IsSuccess() || !strings.Contains(st.Message(), "DCU devices unusable") {
+		t.Errorf("Hygon pod: %v, want the register error", st)
+	}
+}
