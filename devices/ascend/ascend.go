@@ -108,6 +108,7 @@ var (
 	_ devices.PodAnnotator = &Vendor{}
 	_ devices.PodDefaulter = &Vendor{}
 	_ devices.NodeScorer   = &Vendor{}
+	_ devices.MemoryScaler = &Vendor{}
 )
 
 // New returns the vendor of one chip.
@@ -163,6 +164,10 @@ func (v *Vendor) Config() Config {
 
 // Name implements devices.Vendor: the chip's CommonWord.
 func (v *Vendor) Name() string { return v.cfg.CommonWord }
+
+// MemoryFactor implements devices.MemoryScaler: HAMi scales a namespace's
+// <chip>-memory quota by the chip's memoryFactor too. 0 means 1.
+func (v *Vendor) MemoryFactor() int32 { return max(v.cfg.MemoryFactor, 1) }
 
 // Resources implements devices.Vendor.
 func (v *Vendor) Resources() devices.ResourceNames { return v.names }
