@@ -103,6 +103,32 @@ func (r *Rejection) Reason() string {
 // container's result, as HAMi's in-place sort does; every init container
 // starts from the registered order.
 func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignment, *Rejection) {
+	return FitPodWith(vendor, cards, used, req, FitOptions{})
+}
+
+// GroupPicker chooses the cards of a container asking for more than one
+// card, for vendors that keep cards together (HAMi's Ascend NetworkID and
+// 910C module rules). It gets every card that passed the walk for the
+// container, as grants in walk order, with each grant's card index in
+// picked, and returns the n it takes; fewer than n refuses the container.
+type GroupPicker func(cards []Card, grants []Grant, picked []int, n int) []Grant
+
+// FitOptions are the vendor rules FitPodWith adds to FitPod's.
+type FitOptions struct {
+	// Pick, when not nil, places every container asking for more than one
+	// card instead of taking the first cards that pass: the walk (same
+	// scores, order and per-card checks) collects every card that passes,
+	// fewer than asked refuses the container, and Pick chooses among them.
+	Pick GroupPicker
+	// CoreTotal, when > 0, is the core total of every card in the per-card
+	// checks (free cores, exclusive 100, cores full) instead of Card.Cores;
+	// card scores keep Card.Cores. HAMi's Ascend hami-core mode checks
+	// against 100 and scores with the registered devcore.
+	CoreTotal int32
+}
+
+// FitPodWith is FitPod with a vendor's extra rules (see FitOptions).
+func FitPodWith(vendor string, cards []Card, used []Usage, req *PodRequest, opts FitOptions) (Assignment, *Rejection) {
 	p := &req.Preferences
 	if p.Invalid != "" {
 		return nil, &Rejection{Container: -1, Cards: len(cards), Unresolvable: true, invalid: p.Invalid}
@@ -119,7 +145,7 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 		order = append(order, i)
 	}
 	keys = keys[:len(cards)]
-	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault()}
+	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault(), pick: opts.Pick, coreTotal: opts.CoreTotal}
 
 	a := make(Assignment, len(req.Containers))
 	inits := max(min(req.Inits, len(req.Containers)), 0)
@@ -179,10 +205,12 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 
 // fitter holds what stays the same for every container of one pod.
 type fitter struct {
-	vendor  string
-	prefs   *Preferences
-	policy  cardPolicy
-	weights ScoringWeights
+	vendor    string
+	prefs     *Preferences
+	policy    cardPolicy
+	weights   ScoringWeights
+	pick      GroupPicker
+	coreTotal int32
 }
 
 // fitContainer picks r.Count distinct cards for one container: it scores
@@ -202,9 +230,12 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 	p, pol := f.prefs, &f.policy
 	var counts [numReasons]int32
 	cores := min(r.Cores, 100)
-	// Topology-aware collects every card that passes, then chooses.
+	// Topology-aware and group picks collect every card that passes, then
+	// choose.
+	grouped := f.pick != nil && r.Count > 1
+	collect := pol.topology || grouped
 	capacity := len(cards)
-	if !pol.topology {
+	if !collect {
 		capacity = int(r.Count)
 	}
 	var grants []Grant
@@ -237,7 +268,13 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 			prevNUMA = c.NUMA
 		}
 		mem := r.MemoryOn(c)
-		if reason, ok := cardRefuses(c, used[i], mem, cores, pol.exclusive, p); ok {
+		checked := c
+		if f.coreTotal > 0 {
+			cc := *c
+			cc.Cores = f.coreTotal
+			checked = &cc
+		}
+		if reason, ok := cardRefuses(checked, used[i], mem, cores, pol.exclusive, p); ok {
 			counts[reason]++
 			continue
 		}
@@ -246,9 +283,19 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 		}
 		grants = append(grants, Grant{UUID: c.UUID, Vendor: f.vendor, MemoryMiB: mem, Cores: cores})
 		picked = append(picked, i)
-		if !pol.topology && int32(len(grants)) == r.Count {
+		if !collect && int32(len(grants)) == r.Count {
 			return grants, nil
 		}
+	}
+	if grouped {
+		if int32(len(grants)) < r.Count {
+			return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(grants), NUMABind: pol.numaBind, counts: counts}
+		}
+		chosen := f.pick(cards, grants, picked, int(r.Count))
+		if int32(len(chosen)) != r.Count {
+			return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(chosen)}
+		}
+		return chosen, nil
 	}
 	if pol.topology {
 		switch {

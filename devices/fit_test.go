@@ -632,3 +632,66 @@ func TestRejectionReason(t *testing.T) {
 		})
 	}
 }
+
+// TestFitPodWith: a GroupPicker sees every card that passed, in walk order
+// with its card index, only for containers asking more than one card; a
+// pick of the wrong size refuses; CoreTotal changes the checks, not the
+// card order.
+func TestFitPodWith(t *testing.T) {
+	cards := []Card{testCard("GPU-0"), testCard("GPU-1"), testCard("GPU-2", unhealthy), testCard("GPU-3")}
+	used := make([]Usage, len(cards))
+	var seen []string
+	var seenIdx []int
+	pickLast := func(cards []Card, grants []Grant, picked []int, n int) []Grant {
+		seen, seenIdx = nil, append([]int(nil), picked...)
+		for _, g := range grants {
+			seen = append(seen, g.UUID)
+		}
+		return grants[len(grants)-n:]
+	}
+	req := one(Request{Count: 2, MemoryMiB: 1000})
+	a, rej := FitPodWith("NVIDIA", cards, used, &req, FitOptions{Pick: pickLast})
+	if rej != nil {
+		t.Fatalf("rejected: %s", rej.Reason())
+	}
+	// The walk tries the last card first; GPU-2 is unhealthy.
+	if want := []string{"GPU-3", "GPU-1", "GPU-0"}; !reflect.DeepEqual(seen, want) || !reflect.DeepEqual(seenIdx, []int{3, 1, 0}) {
+		t.Errorf("picker saw %v %v, want %v [3 1 0]", seen, seenIdx, want)
+	}
+	if got := EncodeAssignment(a); got != "GPU-1,NVIDIA,1000,0:GPU-0,NVIDIA,1000,0:;" {
+		t.Errorf("assignment %q", got)
+	}
+
+	// One card: the picker is not asked.
+	seen = nil
+	req = one(Request{Count: 1, MemoryMiB: 1000})
+	if a, rej = FitPodWith("NVIDIA", cards, used, &req, FitOptions{Pick: pickLast}); rej != nil || seen != nil {
+		t.Errorf("one card: %v, picker saw %v", rej, seen)
+	}
+
+	// Fewer cards pass than asked: refused before picking, with the counts.
+	req = one(Request{Count: 4, MemoryMiB: 1000})
+	if _, rej = FitPodWith("NVIDIA", cards, used, &req, FitOptions{Pick: pickLast}); rej == nil || rej.Reason() != "1/4 cards: unhealthy, 3/4 cards free, 4 wanted" {
+		t.Errorf("too few: %v", rej)
+	}
+
+	// A pick of the wrong size refuses.
+	none := func([]Card, []Grant, []int, int) []Grant { return nil }
+	req = one(Request{Count: 2, MemoryMiB: 1000})
+	if _, rej = FitPodWith("NVIDIA", cards, used, &req, FitOptions{Pick: none}); rej == nil || rej.Reason() != "no card" {
+		t.Errorf("empty pick: %v", rej)
+	}
+
+	// CoreTotal: cards of 20 cores checked as 100.
+	small := []Card{testCard("NPU-0"), testCard("NPU-1")}
+	for i := range small {
+		small[i].Cores = 20
+	}
+	req = one(Request{Count: 1, MemoryMiB: 1000, Cores: 50})
+	if _, rej = FitPodWith("NVIDIA", small, make([]Usage, 2), &req, FitOptions{}); rej == nil {
+		t.Error("50 cores fit a 20-core card")
+	}
+	if _, rej = FitPodWith("NVIDIA", small, make([]Usage, 2), &req, FitOptions{CoreTotal: 100}); rej != nil {
+		t.Errorf("CoreTotal 100: %s", rej.Reason())
+	}
+}

@@ -22,6 +22,10 @@ type Card struct {
 	Model string
 	// NUMA is the NUMA node the card is attached to.
 	NUMA int
+	// Group is a vendor-defined group of cards that the vendor's fit keeps
+	// together (Ascend: the NPU's NetworkID, ascend.NoNetworkID for none);
+	// 0 for vendors without one. The shared walk does not read it.
+	Group int
 	// Mode is the sharing mode: hami-core, mig or mps.
 	Mode string
 	// Healthy is false when the device plugin reported the card unhealthy.

@@ -113,6 +113,10 @@ type Config struct {
 	// scaling). The scheduler reads cards as registered; these only shape
 	// simulated nodes and documentation.
 	NodeDefaults NodeDefaults `json:"nodeDefaults,omitempty"`
+	// Vendor is a vendor-specific payload its constructor reads
+	// (devices/vendors), for settings the fields above do not cover: an
+	// ascend.Config, one chip, for Name "ascend". nil for the others.
+	Vendor any `json:"-"`
 }
 
 // MIGProfileAllow is one entry of HAMi's migProfileAllowlist.

@@ -37,6 +37,9 @@ func resolveVendors(logger klog.Logger, args *config.HAMiArgs) (*config.VendorSe
 		logger.Info("Device config section configured but not supported by this build; its devices are not scheduled",
 			"section", key, "source", settings.Source)
 	}
+	for _, key := range settings.SwitchedOff {
+		logger.Info("Device config section switched off; its devices are not scheduled", "section", key, "source", settings.Source)
+	}
 	for _, key := range settings.Ignored {
 		logger.Info("Device config key unknown to HAMi's schema; ignored as HAMi ignores it", "key", key, "source", settings.Source)
 	}

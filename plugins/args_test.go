@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 
 	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 )
@@ -104,17 +105,27 @@ func unsetEnv(t *testing.T, key string) {
 func TestNewReadsDeviceConfigFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "device-config.yaml")
 	config := "nvidia:\n  resourceCountName: example.com/gpu\n  resourceMemoryName: example.com/gpumem\n" +
-		"hygon:\n  resourceCountName: hygon.com/dcunum\n"
+		"hygon:\n  resourceCountName: example.com/dcu\n" +
+		"vnpus:\n  configs:\n  - {commonWord: Ascend910B3, resourceName: huawei.com/Ascend910B3, memoryAllocatable: 65536, memoryCapacity: 65536}\n"
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	h := newHarness(t, &configv1.HAMiArgs{DeviceConfigFile: &path})
 	vs := h.plugin.registry.Vendors()
-	if len(vs) != 1 {
-		t.Fatalf("%d vendors enabled, want NVIDIA alone (hygon is not supported by this build)", len(vs))
+	if len(vs) != 2 || vs[0].Name() != "NVIDIA" || vs[1].Name() != "DCU" {
+		t.Fatalf("%d vendors enabled, want NVIDIA and Hygon (Ascend needs enableAscend)", len(vs))
 	}
 	if names := vs[0].Resources(); names.Count != "example.com/gpu" || names.Memory != "example.com/gpumem" {
 		t.Errorf("resource names %+v, want the device config's", names)
+	}
+	if names := vs[1].Resources(); names.Count != "example.com/dcu" {
+		t.Errorf("Hygon resource names %+v, want the device config's", names)
+	}
+
+	h = newHarness(t, &configv1.HAMiArgs{DeviceConfigFile: &path, EnableAscend: ptr.To(true)})
+	vs = h.plugin.registry.Vendors()
+	if len(vs) != 3 || vs[2].Name() != "Ascend910B3" {
+		t.Fatalf("%d vendors enabled with enableAscend, want NVIDIA, Hygon and Ascend910B3", len(vs))
 	}
 }
 

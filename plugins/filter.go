@@ -50,6 +50,7 @@ func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (*node
 	}
 	var usageBuf [16]devices.Usage
 	var tally devices.NodeTally
+	var vendorScore float64
 	for vi, v := range vendors {
 		req := &s.requests[vi]
 		if req.IsZero() {
@@ -90,8 +91,11 @@ func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (*node
 		}
 		fit.assignments[vi] = a
 		tally.Add(cards, used)
+		if ns, ok := v.(devices.NodeScorer); ok {
+			vendorScore += ns.ScoreAssignment(cards, a)
+		}
 	}
-	fit.score = tally.Score()
+	fit.score = tally.Score() + float32(vendorScore)
 	return fit, nil
 }
 

@@ -50,13 +50,21 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	if err := p.locker.Lock(ctx, nodeName, pod); err != nil {
-		return fwk.AsStatus(fmt.Errorf("lock node %s: %w", nodeName, err))
+	// One lock for the pod, however many vendors it asks (HAMi's vendors
+	// share hami.io/mutex.lock), and only when a regular container asks:
+	// HAMi's LockNode looks at spec.containers alone.
+	lock := regularAsks(s.requests)
+	if lock {
+		if err := p.locker.Lock(ctx, nodeName, pod); err != nil {
+			return fwk.AsStatus(fmt.Errorf("lock node %s: %w", nodeName, err))
+		}
 	}
 	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		if rerr := p.locker.Release(context.WithoutCancel(ctx), nodeName, pod); rerr != nil {
-			logger.Error(rerr, "Releasing node lock after a failed pod patch", "node", nodeName, "pod", klog.KObj(pod))
+		if lock {
+			if rerr := p.locker.Release(context.WithoutCancel(ctx), nodeName, pod); rerr != nil {
+				logger.Error(rerr, "Releasing node lock after a failed pod patch", "node", nodeName, "pod", klog.KObj(pod))
+			}
 		}
 		return fwk.AsStatus(fmt.Errorf("write device assignment to pod: %w", err))
 	}
@@ -65,6 +73,20 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	s.mu.Unlock()
 	logger.V(3).Info("Device assignment written", "pod", klog.KObj(pod), "node", nodeName)
 	return nil
+}
+
+// regularAsks reports whether a regular (not init) container of the pod
+// asks for a device of any vendor.
+func regularAsks(requests []devices.PodRequest) bool {
+	for i := range requests {
+		r := &requests[i]
+		for _, c := range r.Containers[min(max(r.Inits, 0), len(r.Containers)):] {
+			if !c.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // undoHandOver runs when binding fails after PreBind: it marks the pod's
@@ -88,7 +110,10 @@ func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName str
 }
 
 // assignmentPatch is the pod patch that hands the pod to the node's device
-// plugin.
+// plugin: the generic keys, each vendor's assignment pair and, for vendors
+// that implement devices.PodAnnotator, their extra annotations (e.g.
+// Ascend's huawei.com/<chip> and predicate-time), all in one patch. Two
+// vendors writing the same extra key with different values is an error.
 func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit, now time.Time) ([]byte, error) {
 	unix := strconv.FormatInt(now.Unix(), 10)
 	annotations := map[string]string{
@@ -106,6 +131,23 @@ func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit,
 		toAllocate, allocated := v.AssignmentAnnotations()
 		annotations[toAllocate] = encoded
 		annotations[allocated] = encoded
+	}
+	for vi, v := range p.registry.Vendors() {
+		pa, ok := v.(devices.PodAnnotator)
+		a := fit.assignments[vi]
+		if !ok || a.Empty() {
+			continue
+		}
+		extras, err := pa.AssignmentExtras(pod, a, now)
+		if err != nil {
+			return nil, fmt.Errorf("%s annotations: %w", v.Name(), err)
+		}
+		for k, val := range extras {
+			if old, set := annotations[k]; set && old != val {
+				return nil, fmt.Errorf("%s annotation %s: %q clashes with %q", v.Name(), k, val, old)
+			}
+			annotations[k] = val
+		}
 	}
 	return podPatch(pod.UID, len(pod.Annotations) > 0, annotations, len(pod.Labels) > 0, map[string]string{devices.AssignedNode: nodeName})
 }

@@ -26,8 +26,11 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 
 // Score ranks a node by HAMi's node score, how used its cards are before
 // the pod (computed by Filter): binpack favours the fullest nodes, spread
-// the emptiest. HAMi's 0-30 float is scaled onto 0 to fwk.MaxNodeScore. A pod PreFilter
-// skipped scores 0 everywhere (PreScore normally spares it the call).
+// the emptiest. Vendor scores (e.g. Ascend's NetworkID topology) are added
+// before the policy applies, as HAMi adds ScoreNode to its node score.
+// HAMi's points (base 0-30) are scaled onto 0 to fwk.MaxNodeScore and
+// capped. A pod PreFilter skipped scores 0 everywhere (PreScore normally
+// spares it the call).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil {

@@ -47,7 +47,9 @@ type nodeFit struct {
 	// entries for vendors the pod does not ask for.
 	assignments []devices.Assignment
 	// score is HAMi's node score: how used the node's cards are before
-	// the pod (0 to devices.MaxNodeScore).
+	// the pod (0 to devices.MaxNodeScore), plus the vendors' scores of the
+	// assignment (devices.NodeScorer, e.g. Ascend's NetworkID topology) in
+	// the same points, as HAMi adds ScoreNode to its node score.
 	score float32
 	// single backs assignments for the common one-vendor case.
 	single [1]devices.Assignment

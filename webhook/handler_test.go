@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 )
 
 func op(operation, path string, value any) jsonpatch.Operation {
@@ -37,6 +38,13 @@ var (
 	addPriorityEnv  = op("add", "/spec/containers/0/env", []any{map[string]any{"name": "CUDA_TASK_PRIORITY", "value": "1"}})
 	setRuntimeClass = op("add", "/spec/runtimeClassName", "nvidia")
 )
+
+// ascendChip is the chart's Ascend910B3 chip with a runtime class.
+func ascendChip(runtimeClass string) devices.Config {
+	chip := ascend.DefaultConfigs()[2]
+	chip.RuntimeClassName = runtimeClass
+	return devices.Config{Name: "ascend", Vendor: chip}
+}
 
 // withVendor configures the registry with the given vendor configs.
 func withVendor(t *testing.T, configs ...devices.Config) func(*Config) {
@@ -261,6 +269,33 @@ func TestHandleRules(t *testing.T) {
 			config: withVendor(t, devices.Config{Name: "nvidia", RuntimeClassName: "nvidia"}),
 			pod:    newPod(limits("nvidia.com/gpu", "1", "nvidia.com/gpumem", "1000")),
 			patch:  []jsonpatch.Operation{setRuntimeClass, setScheduler},
+		},
+		{
+			// DefaultInPod, not Default: the pod's runtime class is set
+			// and the memory rounded up to the template in limits and
+			// requests.
+			name:   "Ascend: DefaultInPod rounds memory and sets the chip's runtime class",
+			config: withVendor(t, devices.Config{Name: "nvidia"}, ascendChip("ascend")),
+			pod:    newPod(limits("huawei.com/Ascend910B3", "1", "huawei.com/Ascend910B3-memory", "2000")),
+			patch: []jsonpatch.Operation{
+				op("replace", "/spec/containers/0/resources/limits/huawei.com~1Ascend910B3-memory", "16384"),
+				op("add", "/spec/containers/0/resources/requests", map[string]any{"huawei.com/Ascend910B3-memory": "16384"}),
+				op("add", "/spec/runtimeClassName", "ascend"),
+				setScheduler,
+			},
+		},
+		{
+			name:    "Ascend: several vNPUs in hard split are refused",
+			config:  withVendor(t, ascendChip("")),
+			pod:     newPod(limits("huawei.com/Ascend910B3", "2", "huawei.com/Ascend910B3-memory", "2000")),
+			refusal: "vNPU not supported for multiple devices",
+			code:    http.StatusInternalServerError, // HAMi's MutateAdmission error
+		},
+		{
+			name:   "NVIDIA and Hygon in one pod: each vendor defaults its container",
+			config: withVendor(t, devices.Config{Name: "nvidia"}, devices.Config{Name: "hygon"}),
+			pod:    newPod(limits("nvidia.com/gpumem", "1000"), container("dcu", "hygon.com/dcunum", "1")),
+			patch:  []jsonpatch.Operation{addCount, setScheduler},
 		},
 		{
 			name:   "runtime class is set for nvidia.com/gpu: 0",

@@ -274,6 +274,15 @@ func TestQuotaCheck(t *testing.T) {
 			refusal: "limits.nvidia.com/gpumem is 10 (x memoryFactor 1024 = 10240 MiB), its pods hold 8192 MiB and this pod asks 3072 MiB more",
 		},
 		{
+			// HAMi scales the dcumem quota by Hygon's memoryFactor too.
+			name:   "memoryFactor of Hygon: over the multiplied dcumem limit",
+			config: withVendor(t, devices.Config{Name: "nvidia"}, devices.Config{Name: "hygon", MemoryFactor: 1024}),
+			objects: []client.Object{resourceQuota("dcu", "limits.hygon.com/dcumem", "10"),
+				newPod(named("a"), phase(corev1.PodRunning), nodeName("node-1"), annotation("hami.io/dcu-devices-allocated", ";DCU-0,DCU,8192,0:;"))},
+			pod:     newPod(limits("hygon.com/dcunum", "1", "hygon.com/dcumem", "3")),
+			refusal: "limits.hygon.com/dcumem is 10 (x memoryFactor 1024 = 10240 MiB), its pods hold 8192 MiB and this pod asks 3072 MiB more",
+		},
+		{
 			name:    "memoryFactor: a huge limit does not overflow",
 			config:  withVendor(t, devices.Config{Name: "nvidia", MemoryFactor: 1024}),
 			objects: []client.Object{memoryQuota("gpu", "9223372036854775807"), holding("a", ";GPU-0,NVIDIA,8192,0:;")},

@@ -59,7 +59,8 @@ type mutation struct {
 // mutatePod applies every vendor's container defaulting and the pod-level
 // rules to pod, in place, in the order of HAMi's webhook:
 //   - each container, init containers first, goes through every vendor's
-//     Default; a value a vendor cannot accept stops here (m.err). A vendor
+//     Default (DefaultInPod for a devices.PodDefaulter); a value a vendor
+//     cannot accept stops here (m.err). A vendor
 //     with a runtime class gives it to the pod (when the pod names none)
 //     as soon as one container asks for the vendor's devices;
 //   - a pod that asks for a device anywhere and has a privileged container
@@ -80,7 +81,7 @@ func (c Config) mutatePod(pod *corev1.Pod) mutation {
 	var asked []string
 	for _, ctr := range devices.Containers(pod) {
 		for _, v := range c.Registry.Vendors() {
-			asks, err := v.Default(ctr)
+			asks, err := defaultContainer(v, pod, ctr)
 			if err != nil {
 				return mutation{rule: resultInvalid, err: fmt.Errorf("container %s: %w; fix the value in the container's resources", ctr.Name, err)}
 			}
@@ -115,6 +116,17 @@ func (c Config) mutatePod(pod *corev1.Pod) mutation {
 	}
 	m.requests = reqs
 	return m
+}
+
+// defaultContainer applies the vendor's admission defaults to ctr, a
+// container of pod: DefaultInPod for a vendor whose defaults read or change
+// the pod (devices.PodDefaulter, e.g. Ascend's vnpu-mode and runtime
+// class), Default otherwise.
+func defaultContainer(v devices.Vendor, pod *corev1.Pod, ctr *corev1.Container) (bool, error) {
+	if pd, ok := v.(devices.PodDefaulter); ok {
+		return pd.DefaultInPod(pod, ctr)
+	}
+	return v.Default(ctr)
 }
 
 // firstPrivileged returns the name of the pod's first privileged

@@ -16,6 +16,7 @@ type HAMiArgs struct {
 	NodeLockExpiry      metav1.Duration
 	NodeLockWait        metav1.Duration
 	DeviceConfigFile    string
+	EnableAscend        bool
 	Vendors             []VendorArgs
 }
 

@@ -20,6 +20,10 @@ type VendorSettings struct {
 	// Unsupported are device-config sections that enable a vendor this
 	// build does not implement.
 	Unsupported []string
+	// SwitchedOff are device-config sections that enable a vendor a switch
+	// keeps off (vnpus.configs entries without enableAscend), each as
+	// "<key> (needs <switch>)".
+	SwitchedOff []string
 	// Ignored are device-config keys HAMi's schema does not know (HAMi
 	// ignores them too).
 	Ignored []string
@@ -36,11 +40,13 @@ func (a *HAMiArgs) ResolveVendors() (*VendorSettings, error) {
 		}
 		return s, nil
 	}
-	return FromDeviceConfigFile(a.DeviceConfigFile)
+	return FromDeviceConfigFile(a.DeviceConfigFile, deviceconfig.Options{EnableAscend: a.EnableAscend})
 }
 
-// FromDeviceConfigFile reads and validates HAMi's device-config.yaml.
-func FromDeviceConfigFile(path string) (*VendorSettings, error) {
+// FromDeviceConfigFile reads and validates HAMi's device-config.yaml and
+// maps the sections this build serves (nvidia, hygon, and with
+// opts.EnableAscend the vnpus chips) onto vendor settings.
+func FromDeviceConfigFile(path string, opts deviceconfig.Options) (*VendorSettings, error) {
 	file, ignored, err := deviceconfig.Load(path)
 	if err != nil {
 		return nil, fmt.Errorf("device config %s: %w", path, err)
@@ -50,15 +56,19 @@ func FromDeviceConfigFile(path string) (*VendorSettings, error) {
 	}
 	s := &VendorSettings{Source: "deviceConfigFile " + path, Ignored: ignored}
 	var sections []deviceconfig.Section
-	s.Configs, sections = file.Vendors()
+	s.Configs, sections = file.Vendors(opts)
 	for _, sec := range sections {
-		if sec.Enabled && sec.Key != "nvidia" {
+		switch {
+		case !sec.Enabled || sec.Served:
+		case sec.Switch != "":
+			s.SwitchedOff = append(s.SwitchedOff, sec.Key+" (needs "+sec.Switch+")")
+		default:
 			s.Unsupported = append(s.Unsupported, sec.Key)
 		}
 	}
 	if len(s.Configs) == 0 {
-		return nil, fmt.Errorf("device config %s enables no vendor this build supports (nvidia needs nvidia.resourceCountName); configured: %s",
-			path, orNone(s.Unsupported))
+		return nil, fmt.Errorf("device config %s enables no vendor this build supports (nvidia needs nvidia.resourceCountName, hygon hygon.resourceCountName, Ascend vnpus.configs[].resourceName and %s); configured: %s",
+			path, deviceconfig.AscendSwitch, orNone(append(s.SwitchedOff, s.Unsupported...)))
 	}
 	return s, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
+	"github.com/hami-scheduler/hami-scheduler/apis/deviceconfig"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 )
 
@@ -60,22 +61,40 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	if got.Source != "deviceConfigFile "+chartDefault {
 		t.Errorf("Source = %q", got.Source)
 	}
-	if len(got.Configs) != 1 || got.Configs[0].Name != "nvidia" || got.Configs[0].ResourceCountName != "nvidia.com/gpu" ||
-		got.Configs[0].NodeDefaults.SplitCount != 10 || got.Configs[0].CorePolicy != "default" {
-		t.Errorf("Configs = %+v, want the chart's nvidia settings alone", got.Configs)
+	if len(got.Configs) != 2 || got.Configs[0].Name != "nvidia" || got.Configs[0].ResourceCountName != "nvidia.com/gpu" ||
+		got.Configs[0].NodeDefaults.SplitCount != 10 || got.Configs[0].CorePolicy != "default" ||
+		got.Configs[1].Name != "hygon" || got.Configs[1].ResourceCountName != "hygon.com/dcunum" {
+		t.Errorf("Configs = %+v, want the chart's nvidia and hygon settings", got.Configs)
 	}
 	wantUnsupported := []string{
-		"cambricon", "hygon", "metax", "mthreads",
+		"cambricon", "metax", "mthreads",
 		"iluvatars[MR-V100]", "iluvatars[MR-V50]", "iluvatars[BI-V150]", "iluvatars[BI-V100]",
 		"enflame", "kunlun", "awsneuron", "amd", "vastai", "biren",
-		"vnpus.configs[Ascend910A]", "vnpus.configs[Ascend910B2]", "vnpus.configs[Ascend910B3]", "vnpus.configs[Ascend910B4-1]",
-		"vnpus.configs[Ascend910B4]", "vnpus.configs[Ascend310P]", "vnpus.configs[Ascend910C]",
 	}
 	if diff := cmp.Diff(wantUnsupported, got.Unsupported); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)
 	}
+	wantOff := []string{
+		"vnpus.configs[Ascend910A] (needs enableAscend)", "vnpus.configs[Ascend910B2] (needs enableAscend)",
+		"vnpus.configs[Ascend910B3] (needs enableAscend)", "vnpus.configs[Ascend910B4-1] (needs enableAscend)",
+		"vnpus.configs[Ascend910B4] (needs enableAscend)", "vnpus.configs[Ascend310P] (needs enableAscend)",
+		"vnpus.configs[Ascend910C] (needs enableAscend)",
+	}
+	if diff := cmp.Diff(wantOff, got.SwitchedOff); diff != "" {
+		t.Errorf("SwitchedOff (-want +got):\n%s", diff)
+	}
 	if len(got.Ignored) != 0 {
 		t.Errorf("Ignored = %q, want none", got.Ignored)
+	}
+
+	// enableAscend: the seven chips follow nvidia and hygon.
+	args.EnableAscend = true
+	got, err = args.ResolveVendors()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Configs) != 9 || got.Configs[2].Name != "ascend" || len(got.SwitchedOff) != 0 {
+		t.Errorf("with enableAscend: %d configs, switched off %q", len(got.Configs), got.SwitchedOff)
 	}
 }
 
@@ -90,7 +109,9 @@ func TestFromDeviceConfigFile(t *testing.T) {
 	}{
 		{"unknown keys are reported, not fatal", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  resourceCoresName: x\n", "", 1, nil, 1},
 		{"disabled sections are not unsupported", "nvidia:\n  resourceCountName: nvidia.com/gpu\nhygon: {}\n", "", 1, nil, 0},
-		{"no supported vendor", "hygon:\n  resourceCountName: hygon.com/dcunum\n", "enables no vendor this build supports (nvidia needs nvidia.resourceCountName); configured: hygon", 0, nil, 0},
+		{"hygon alone", "hygon:\n  resourceCountName: hygon.com/dcunum\n", "", 1, nil, 0},
+		{"no supported vendor", "cambricon:\n  resourceCountName: cambricon.com/vmlu\nvnpus:\n  configs:\n  - {commonWord: Ascend910B3, resourceName: huawei.com/Ascend910B3}\n",
+			"enables no vendor this build supports (nvidia needs nvidia.resourceCountName, hygon hygon.resourceCountName, Ascend vnpus.configs[].resourceName and enableAscend); configured: vnpus.configs[Ascend910B3] (needs enableAscend), cambricon", 0, []string{"cambricon"}, 0},
 		{"nvidia off, nothing else", "nvidia:\n  resourceMemoryName: nvidia.com/gpumem\n", "configured: none", 0, nil, 0},
 		{"invalid", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  memoryFactor: -1\n", "nvidia.memoryFactor: Invalid value: -1", 0, nil, 0},
 		{"every section empty", "foo: 1\n", "every section is empty", 0, nil, 0},
@@ -102,7 +123,7 @@ func TestFromDeviceConfigFile(t *testing.T) {
 			if err := os.WriteFile(path, []byte(tt.data), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			got, err := FromDeviceConfigFile(path)
+			got, err := FromDeviceConfigFile(path, deviceconfig.Options{})
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(err.Error(), path) {
 					t.Fatalf("error = %v, want one naming the file and containing %q", err, tt.wantErr)
@@ -117,7 +138,7 @@ func TestFromDeviceConfigFile(t *testing.T) {
 			}
 		})
 	}
-	if _, err := FromDeviceConfigFile(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !strings.Contains(err.Error(), "read device config") {
+	if _, err := FromDeviceConfigFile(filepath.Join(t.TempDir(), "missing.yaml"), deviceconfig.Options{}); err == nil || !strings.Contains(err.Error(), "read device config") {
 		t.Errorf("missing file: error = %v", err)
 	}
 }

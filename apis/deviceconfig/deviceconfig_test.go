@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
 )
 
 // chartDefault is HAMi v2.10.0's chart-rendered device-config.yaml.
@@ -353,10 +354,11 @@ func TestValidate(t *testing.T) {
 	}
 }
 
-// TestVendorsChartDefault: the chart's nvidia section becomes the NVIDIA
-// vendor's settings; every other section is listed as enabled.
+// TestVendorsChartDefault: the chart's nvidia and hygon sections become
+// the NVIDIA and Hygon vendors' settings; every other section is listed as
+// enabled, the vnpus chips as switched off (no enableAscend).
 func TestVendorsChartDefault(t *testing.T) {
-	enabled, sections := loadChartDefault(t).Vendors()
+	enabled, sections := loadChartDefault(t).Vendors(Options{})
 	want := []devices.Config{{
 		Name:                         "nvidia",
 		ResourceCountName:            "nvidia.com/gpu",
@@ -383,14 +385,21 @@ func TestVendorsChartDefault(t *testing.T) {
 			{Models: []string{"RTX PRO 6000 Blackwell Server Edition"}, Profiles: []string{"1g.24gb", "2g.48gb", "4g.96gb"}},
 		},
 		NodeDefaults: devices.NodeDefaults{SplitCount: 10, MemoryScaling: 1, CoreScaling: 1},
+	}, {
+		Name:               "hygon",
+		ResourceCountName:  "hygon.com/dcunum",
+		ResourceMemoryName: "hygon.com/dcumem",
+		ResourceCoresName:  "hygon.com/dcucores",
+		MemoryFactor:       1,
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
 	}
+	off := AscendSwitch
 	wantSections := []Section{
-		{Key: "nvidia", Enabled: true},
+		{Key: "nvidia", Enabled: true, Served: true},
 		{Key: "cambricon", Enabled: true},
-		{Key: "hygon", Enabled: true},
+		{Key: "hygon", Enabled: true, Served: true},
 		{Key: "metax", Enabled: true},
 		{Key: "mthreads", Enabled: true},
 		{Key: "iluvatars[MR-V100]", Enabled: true},
@@ -403,16 +412,52 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "amd", Enabled: true},
 		{Key: "vastai", Enabled: true},
 		{Key: "biren", Enabled: true},
-		{Key: "vnpus.configs[Ascend910A]", Enabled: true},
-		{Key: "vnpus.configs[Ascend910B2]", Enabled: true},
-		{Key: "vnpus.configs[Ascend910B3]", Enabled: true},
-		{Key: "vnpus.configs[Ascend910B4-1]", Enabled: true},
-		{Key: "vnpus.configs[Ascend910B4]", Enabled: true},
-		{Key: "vnpus.configs[Ascend310P]", Enabled: true},
-		{Key: "vnpus.configs[Ascend910C]", Enabled: true},
+		{Key: "vnpus.configs[Ascend910A]", Enabled: true, Switch: off},
+		{Key: "vnpus.configs[Ascend910B2]", Enabled: true, Switch: off},
+		{Key: "vnpus.configs[Ascend910B3]", Enabled: true, Switch: off},
+		{Key: "vnpus.configs[Ascend910B4-1]", Enabled: true, Switch: off},
+		{Key: "vnpus.configs[Ascend910B4]", Enabled: true, Switch: off},
+		{Key: "vnpus.configs[Ascend310P]", Enabled: true, Switch: off},
+		{Key: "vnpus.configs[Ascend910C]", Enabled: true, Switch: off},
 	}
 	if diff := cmp.Diff(wantSections, sections); diff != "" {
 		t.Errorf("Vendors() sections (-want +got):\n%s", diff)
+	}
+}
+
+// TestVendorsChartAscend: with enableAscend each of the chart's vnpus
+// chips becomes one "ascend" vendor whose payload is exactly the Ascend
+// vendor's own chart defaults (ascend.DefaultConfigs), after nvidia and
+// hygon.
+func TestVendorsChartAscend(t *testing.T) {
+	enabled, sections := loadChartDefault(t).Vendors(Options{EnableAscend: true})
+	if len(enabled) != 2+7 || enabled[0].Name != "nvidia" || enabled[1].Name != "hygon" {
+		t.Fatalf("Vendors() enabled %d vendors: %+v", len(enabled), enabled)
+	}
+	var got []vnpu.Config
+	for _, c := range enabled[2:] {
+		chip, ok := c.Vendor.(vnpu.Config)
+		if c.Name != "ascend" || !ok || !cmp.Equal(c, devices.Config{Name: "ascend", Vendor: chip}) {
+			t.Errorf("ascend vendor %+v: want only Name and an ascend.Config payload", c)
+		}
+		got = append(got, chip)
+	}
+	if diff := cmp.Diff(vnpu.DefaultConfigs(), got); diff != "" {
+		t.Errorf("ascend chips (-want +got):\n%s", diff)
+	}
+	for _, s := range sections {
+		if strings.HasPrefix(s.Key, "vnpus.") && (!s.Served || s.Switch != "") {
+			t.Errorf("section %+v: want served", s)
+		}
+	}
+	// hamiVnpuCore reaches every chip.
+	c := loadChartDefault(t)
+	c.VNPUs.HAMiVNPUCore = true
+	enabled, _ = c.Vendors(Options{EnableAscend: true})
+	for _, v := range enabled[2:] {
+		if !v.Vendor.(vnpu.Config).HamiVnpuCore {
+			t.Errorf("%+v: hamiVnpuCore not copied", v.Vendor)
+		}
 	}
 }
 
@@ -454,7 +499,7 @@ func TestVendorsNVIDIAFieldByField(t *testing.T) {
 		MIGProfiles:                  []devices.MIGProfileAllow{{Models: []string{"A30"}, Profiles: []string{"1g.6gb"}}, {Models: []string{"B200"}, Profiles: []string{"7g.180gb"}}},
 		NodeDefaults:                 devices.NodeDefaults{SplitCount: 7, MemoryScaling: 1.5, CoreScaling: 2.5},
 	}
-	enabled, _ := c.Vendors()
+	enabled, _ := c.Vendors(Options{})
 	if len(enabled) != 1 {
 		t.Fatalf("Vendors() enabled %d vendors, want 1", len(enabled))
 	}
@@ -469,13 +514,19 @@ func TestVendorsEnableRule(t *testing.T) {
 	tests := []struct {
 		name         string
 		data         string
+		opts         Options
 		wantSections []Section
-		// wantNVIDIA is the nvidia settings when nvidia is enabled.
-		wantNVIDIA *devices.Config
+		// wantEnabled are the vendors' settings.
+		wantEnabled []devices.Config
 	}{{
 		name:         "absent sections are not listed",
 		data:         "biren:\n  resourceCountName: birentech.com/gpu\n",
 		wantSections: []Section{{Key: "biren", Enabled: true}},
+	}, {
+		name:         "hygon with its count resource alone is on, other names default in the vendor",
+		data:         "hygon:\n  resourceCountName: example.com/dcu\n",
+		wantSections: []Section{{Key: "hygon", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "hygon", ResourceCountName: "example.com/dcu"}},
 	}, {
 		name:         "nvidia without a count resource is off",
 		data:         "nvidia:\n  resourceMemoryName: nvidia.com/gpumem\n",
@@ -483,14 +534,14 @@ func TestVendorsEnableRule(t *testing.T) {
 	}, {
 		name:         "nvidia with the count resource alone is on, HAMi's zero values kept",
 		data:         "nvidia:\n  resourceCountName: nvidia.com/gpu\n",
-		wantSections: []Section{{Key: "nvidia", Enabled: true}},
+		wantSections: []Section{{Key: "nvidia", Enabled: true, Served: true}},
 		// defaultGPUNum absent is 0 in HAMi: the webhook adds no card.
-		wantNVIDIA: &devices.Config{Name: "nvidia", ResourceCountName: "nvidia.com/gpu", DefaultCount: ptr.To[int32](0)},
+		wantEnabled: []devices.Config{{Name: "nvidia", ResourceCountName: "nvidia.com/gpu", DefaultCount: ptr.To[int32](0)}},
 	}, {
 		name:         "a huge split count is capped",
 		data:         "nvidia:\n  resourceCountName: nvidia.com/gpu\n  deviceSplitCount: 99999999999\n",
-		wantSections: []Section{{Key: "nvidia", Enabled: true}},
-		wantNVIDIA:   &devices.Config{Name: "nvidia", ResourceCountName: "nvidia.com/gpu", DefaultCount: ptr.To[int32](0), NodeDefaults: devices.NodeDefaults{SplitCount: 1 << 20}},
+		wantSections: []Section{{Key: "nvidia", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "nvidia", ResourceCountName: "nvidia.com/gpu", DefaultCount: ptr.To[int32](0), NodeDefaults: devices.NodeDefaults{SplitCount: 1 << 20}}},
 	}, {
 		name: "count-named sections without their count are off",
 		data: `cambricon:
@@ -545,8 +596,31 @@ vnpus:
 `,
 		wantSections: []Section{
 			{Key: "iluvatars[MR-V100]", Enabled: true}, {Key: "iluvatars[BI-V150]", Enabled: false},
-			{Key: "vnpus.configs[Ascend910B3]", Enabled: true}, {Key: "vnpus.configs[Ascend310P]", Enabled: false},
+			{Key: "vnpus.configs[Ascend910B3]", Enabled: true, Switch: AscendSwitch}, {Key: "vnpus.configs[Ascend310P]", Enabled: false},
 		},
+	}, {
+		name: "with enableAscend each named vnpus entry is one ascend vendor",
+		data: `vnpus:
+  hamiVnpuCore: true
+  configs:
+  - commonWord: Ascend910B3
+    resourceName: example.com/b3
+    memoryAllocatable: 65536
+    memoryCapacity: 65536
+    superPod: true
+    templates:
+    - {name: vir05_1c_16g, memory: 16384, aiCore: 5, aiCPU: 1}
+  - commonWord: Ascend310P
+    resourceMemoryName: huawei.com/Ascend310P-memory
+`,
+		opts: Options{EnableAscend: true},
+		wantSections: []Section{
+			{Key: "vnpus.configs[Ascend910B3]", Enabled: true, Served: true}, {Key: "vnpus.configs[Ascend310P]", Enabled: false},
+		},
+		wantEnabled: []devices.Config{{Name: "ascend", Vendor: vnpu.Config{
+			CommonWord: "Ascend910B3", ResourceName: "example.com/b3", MemoryAllocatable: 65536, MemoryCapacity: 65536,
+			SuperPod: true, HamiVnpuCore: true, Templates: []vnpu.Template{{Name: "vir05_1c_16g", Memory: 16384, AICore: 5, AICPU: 1}},
+		}}},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -554,15 +628,11 @@ vnpus:
 			if err != nil || len(ignored) > 0 {
 				t.Fatalf("Parse(): %v, ignored %q", err, ignored)
 			}
-			enabled, sections := c.Vendors()
+			enabled, sections := c.Vendors(tt.opts)
 			if diff := cmp.Diff(tt.wantSections, sections); diff != "" {
 				t.Errorf("Vendors() sections (-want +got):\n%s", diff)
 			}
-			var want []devices.Config
-			if tt.wantNVIDIA != nil {
-				want = []devices.Config{*tt.wantNVIDIA}
-			}
-			if diff := cmp.Diff(want, enabled); diff != "" {
+			if diff := cmp.Diff(tt.wantEnabled, enabled); diff != "" {
 				t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
 			}
 		})

@@ -4,6 +4,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
 )
 
 // Section is one vendor section of the file, as enabled or not.
@@ -14,16 +15,34 @@ type Section struct {
 	// Enabled is HAMi's rule: the section is present and names its count
 	// resource (Ascend: resourceName).
 	Enabled bool
+	// Served is set when the section's vendor is among the returned
+	// settings: this build implements it and nothing switches it off.
+	Served bool
+	// Switch names the option that keeps an enabled section off (Ascend:
+	// enableAscend, HAMi's --enable-ascend), empty otherwise.
+	Switch string
 }
 
+// Options are the switches HAMi passes besides the file.
+type Options struct {
+	// EnableAscend is HAMi's --enable-ascend: without it the vnpus
+	// section is read but no Ascend vendor is made.
+	EnableAscend bool
+}
+
+// AscendSwitch is the plugin argument (webhook flag: --enable-ascend) that
+// turns the vnpus section on.
+const AscendSwitch = "enableAscend"
+
 // Vendors returns the settings of the vendors this build implements and
-// that the file enables, and every vendor section of the file with
-// whether it is enabled, so the caller can report the ones it cannot
-// serve.
-func (c *Config) Vendors() (enabled []devices.Config, sections []Section) {
+// that the file enables (nvidia, hygon, and with opts.EnableAscend each
+// vnpus.configs chip), in that order, and every vendor section of the file
+// with whether it is enabled and served, so the caller can report the ones
+// it cannot serve.
+func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Section) {
 	if n := c.NVIDIA; n != nil {
 		on := n.ResourceCountName != ""
-		sections = append(sections, Section{Key: "nvidia", Enabled: on})
+		sections = append(sections, Section{Key: "nvidia", Enabled: on, Served: on})
 		if on {
 			enabled = append(enabled, n.vendorConfig())
 		}
@@ -34,7 +53,13 @@ func (c *Config) Vendors() (enabled []devices.Config, sections []Section) {
 		}
 	}
 	add("cambricon", c.Cambricon != nil, countOf(c.Cambricon, func(s *Cambricon) string { return s.ResourceCountName }))
-	add("hygon", c.Hygon != nil, countOf(c.Hygon, func(s *Hygon) string { return s.ResourceCountName }))
+	if h := c.Hygon; h != nil {
+		on := h.ResourceCountName != ""
+		sections = append(sections, Section{Key: "hygon", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, h.vendorConfig())
+		}
+	}
 	if s := c.MetaX; s != nil {
 		add("metax", true, s.ResourceCountName+s.ResourceVCountName)
 	}
@@ -54,8 +79,17 @@ func (c *Config) Vendors() (enabled []devices.Config, sections []Section) {
 	add("vastai", c.Vastai != nil, countOf(c.Vastai, func(s *CountOnly) string { return s.ResourceCountName }))
 	add("biren", c.Biren != nil, countOf(c.Biren, func(s *CountOnly) string { return s.ResourceCountName }))
 	if c.VNPUs != nil {
-		for _, s := range c.VNPUs.Configs {
-			add("vnpus.configs["+s.CommonWord+"]", true, s.ResourceName)
+		chips := c.VNPUs.chips()
+		for i, s := range c.VNPUs.Configs {
+			sec := Section{Key: "vnpus.configs[" + s.CommonWord + "]", Enabled: s.ResourceName != ""}
+			switch {
+			case sec.Enabled && !opts.EnableAscend:
+				sec.Switch = AscendSwitch
+			case sec.Enabled:
+				sec.Served = true
+				enabled = append(enabled, devices.Config{Name: "ascend", Vendor: chips[i]})
+			}
+			sections = append(sections, sec)
 		}
 	}
 	return enabled, sections
@@ -98,4 +132,45 @@ func (n *NVIDIA) vendorConfig() devices.Config {
 		cfg.NodeDefaults.CoreScaling = *n.DeviceCoreScaling
 	}
 	return cfg
+}
+
+// vendorConfig maps the hygon section onto the Hygon vendor's settings.
+// Empty memory and core names take the vendor's defaults (hygon.com/dcumem,
+// hygon.com/dcucores).
+func (h *Hygon) vendorConfig() devices.Config {
+	return devices.Config{
+		Name:               "hygon",
+		ResourceCountName:  h.ResourceCountName,
+		ResourceMemoryName: h.ResourceMemoryName,
+		ResourceCoresName:  h.ResourceCoreName,
+		MemoryFactor:       h.MemoryFactor,
+	}
+}
+
+// chips maps the vnpus section onto one vnpu.Config per entry, with the
+// section's hamiVnpuCore copied into each.
+func (v *AscendVNPU) chips() []vnpu.Config {
+	section := vnpu.VNPUs{HamiVnpuCore: v.HAMiVNPUCore}
+	for _, s := range v.Configs {
+		chip := vnpu.Config{
+			CommonWord:         s.CommonWord,
+			ChipName:           s.ChipName,
+			ResourceName:       s.ResourceName,
+			ResourceMemoryName: s.ResourceMemoryName,
+			ResourceCoreName:   s.ResourceCoreName,
+			MemoryAllocatable:  s.MemoryAllocatable,
+			MemoryCapacity:     s.MemoryCapacity,
+			MemoryFactor:       s.MemoryFactor,
+			AICore:             s.AICore,
+			AICPU:              s.AICPU,
+			RuntimeClassName:   s.RuntimeClassName,
+			OverwriteEnv:       s.OverwriteEnv,
+			SuperPod:           s.SuperPod,
+		}
+		for _, t := range s.Templates {
+			chip.Templates = append(chip.Templates, vnpu.Template{Name: t.Name, Memory: t.Memory, AICore: t.AICore, AICPU: t.AICPU})
+		}
+		section.Configs = append(section.Configs, chip)
+	}
+	return section.Chips()
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
+	"github.com/hami-scheduler/hami-scheduler/apis/deviceconfig"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
@@ -21,6 +22,7 @@ type flags struct {
 	takeOverDefaultScheduler bool
 	vendorConfig             string
 	deviceConfigFile         string
+	enableAscend             bool
 	server                   webhook.ServerOptions
 	healthProbeAddr          string
 	metricsAddr              string
@@ -37,6 +39,8 @@ func registerFlags(fs *flag.FlagSet) *flags {
 		"YAML file with a 'vendors:' list, the same as the scheduler plugin's args (resource names, defaultMemoryMiB, defaultCores, defaultCount, memoryFactor, runtimeClassName, overwriteEnv, corePolicy); empty: NVIDIA with HAMi's defaults")
 	fs.StringVar(&f.deviceConfigFile, "device-config-file", "",
 		"HAMi's device-config.yaml (the device ConfigMap of HAMi's chart), the same file as the scheduler plugin's deviceConfigFile arg; excludes --vendor-config")
+	fs.BoolVar(&f.enableAscend, "enable-ascend", false,
+		"HAMi's --enable-ascend: default the pods of every vnpus.configs chip of --device-config-file (the scheduler plugin's enableAscend arg)")
 	fs.StringVar(&f.server.Addr, "bind-address", ":9443", "host:port of the HTTPS webhook server")
 	fs.StringVar(&f.server.CertDir, "cert-dir", "/etc/hami-webhook/certs",
 		"directory with the serving certificate and key; the files are reloaded when they change")
@@ -66,12 +70,15 @@ func (f *flags) options() (webhook.Options, error) {
 	case f.deviceConfigFile != "" && f.vendorConfig != "":
 		return webhook.Options{}, fmt.Errorf("--device-config-file and --vendor-config exclude each other")
 	case f.deviceConfigFile != "":
-		settings, err := hamiconfig.FromDeviceConfigFile(f.deviceConfigFile)
+		settings, err := hamiconfig.FromDeviceConfigFile(f.deviceConfigFile, deviceconfig.Options{EnableAscend: f.enableAscend})
 		if err != nil {
 			return webhook.Options{}, fmt.Errorf("--device-config-file: %w", err)
 		}
 		for _, key := range settings.Unsupported {
 			klog.InfoS("Device config section configured but not supported by this build; its pods are not defaulted", "section", key)
+		}
+		for _, key := range settings.SwitchedOff {
+			klog.InfoS("Device config section switched off; its pods are not defaulted", "section", key)
 		}
 		configs = settings.Configs
 	case f.vendorConfig != "":

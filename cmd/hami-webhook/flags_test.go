@@ -33,6 +33,8 @@ func TestFlags(t *testing.T) {
 	badPolicy := file("policy.yaml", "vendors:\n- name: nvidia\n  corePolicy: forced\n")
 	hamiConfig := file("device-config.yaml", "nvidia:\n  resourceCountName: example.com/gpu\n  resourceMemoryName: example.com/gpumem\n"+
 		"  defaultGPUNum: 1\n  overwriteEnv: true\nhygon:\n  resourceCountName: hygon.com/dcunum\n")
+	ascendConfig := file("ascend-config.yaml", "nvidia:\n  resourceCountName: nvidia.com/gpu\nvnpus:\n  configs:\n"+
+		"  - {commonWord: Ascend910B3, resourceName: huawei.com/Ascend910B3, memoryAllocatable: 65536, memoryCapacity: 65536}\n")
 	badHAMiConfig := file("bad-device-config.yaml", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  gpuCorePolicy: sometimes\n")
 
 	tests := []struct {
@@ -116,8 +118,8 @@ func TestFlags(t *testing.T) {
 			name: "HAMi's device config file",
 			args: []string{"--device-config-file=" + hamiConfig},
 			check: func(t *testing.T, o webhook.Options) {
-				if n := len(o.Registry.Vendors()); n != 1 {
-					t.Fatalf("%d vendors, want NVIDIA alone (hygon is not supported by this build)", n)
+				if n := len(o.Registry.Vendors()); n != 2 || o.Registry.Vendors()[1].Name() != "DCU" {
+					t.Fatalf("%d vendors, want NVIDIA and Hygon", n)
 				}
 				v := o.Registry.Vendors()[0]
 				if v.Resources().Count != "example.com/gpu" || v.Resources().Memory != "example.com/gpumem" {
@@ -126,6 +128,24 @@ func TestFlags(t *testing.T) {
 				c := &corev1.Container{Name: "sidecar"}
 				if _, err := v.Default(c); err != nil || len(c.Env) != 1 || c.Env[0].Value != "none" {
 					t.Errorf("overwriteEnv from the device config not applied: env %v, err %v", c.Env, err)
+				}
+			},
+		},
+		{
+			name: "HAMi's device config file with --enable-ascend",
+			args: []string{"--device-config-file=" + ascendConfig, "--enable-ascend"},
+			check: func(t *testing.T, o webhook.Options) {
+				if n := len(o.Registry.Vendors()); n != 2 || o.Registry.Vendors()[1].Name() != "Ascend910B3" {
+					t.Fatalf("%d vendors, want NVIDIA and Ascend910B3", n)
+				}
+			},
+		},
+		{
+			name: "HAMi's device config file without --enable-ascend",
+			args: []string{"--device-config-file=" + ascendConfig},
+			check: func(t *testing.T, o webhook.Options) {
+				if n := len(o.Registry.Vendors()); n != 1 {
+					t.Fatalf("%d vendors, want NVIDIA alone", n)
 				}
 			},
 		},

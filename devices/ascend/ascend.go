@@ -45,10 +45,11 @@ const (
 	ModeTemplate = "vnpu-template"
 )
 
-// NoNetworkID is the devices.Card.NUMA of an Ascend card on a node where
-// not every card registered a custominfo.NetworkID. On nodes where all do,
-// NUMA holds the card's NetworkID (see README: HAMi reads no NUMA for
-// Ascend, and Card has no other field for it).
+// NoNetworkID is the devices.Card.Group of an Ascend card that registered
+// no custominfo.NetworkID; other cards' Group is their NetworkID. NetworkID
+// placement applies only on nodes where every card has one (HAMi's
+// hasNetworkID). Card.NUMA is the registered numa, which HAMi's card sort
+// reads.
 const NoNetworkID = -1
 
 const (
@@ -107,6 +108,7 @@ var (
 	_ devices.PodAnnotator = &Vendor{}
 	_ devices.PodDefaulter = &Vendor{}
 	_ devices.NodeScorer   = &Vendor{}
+	_ devices.MemoryScaler = &Vendor{}
 )
 
 // New returns the vendor of one chip.
@@ -163,6 +165,10 @@ func (v *Vendor) Config() Config {
 // Name implements devices.Vendor: the chip's CommonWord.
 func (v *Vendor) Name() string { return v.cfg.CommonWord }
 
+// MemoryFactor implements devices.MemoryScaler: HAMi scales a namespace's
+// <chip>-memory quota by the chip's memoryFactor too. 0 means 1.
+func (v *Vendor) MemoryFactor() int32 { return max(v.cfg.MemoryFactor, 1) }
+
 // Resources implements devices.Vendor.
 func (v *Vendor) Resources() devices.ResourceNames { return v.names }
 
@@ -180,8 +186,8 @@ type registeredExtra struct {
 
 // Inventory implements devices.Vendor. NPUs whose registered type does not
 // contain the CommonWord (case-insensitive) are left out, as HAMi does.
-// Each card's Mode says whether its node supports hami-core; its NUMA
-// holds its NetworkID when every NPU has one, else NoNetworkID.
+// Each card's Mode says whether its node supports hami-core; its Group
+// holds its NetworkID, or NoNetworkID.
 func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	raw, ok := node.Annotations[v.registerKey]
 	if !ok {
@@ -210,14 +216,10 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	if !devices.CountAllocatable(node, v.names.Count) {
 		return nil, fmt.Errorf("allocatable %s is 0: the device plugin is not serving", v.names.Count)
 	}
-	allIDs := !slices.Contains(keptIDs, NoNetworkID)
 	mode := v.nodeMode(node)
 	for i := range kept {
 		kept[i].Mode = mode
-		kept[i].NUMA = NoNetworkID
-		if allIDs {
-			kept[i].NUMA = keptIDs[i]
-		}
+		kept[i].Group = keptIDs[i]
 	}
 	devices.ApplyCordon(kept, node.Annotations[devices.DeviceCordon])
 	return kept, nil
@@ -288,6 +290,7 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if !asked {
 		return devices.PodRequest{}, nil
 	}
+	req.Inits = len(pod.Spec.InitContainers)
 	a := pod.Annotations
 	req.Preferences = devices.Preferences{
 		UseUUIDs:   devices.SplitList(a[v.useUUIDKey]),

@@ -167,7 +167,7 @@ func TestInventory(t *testing.T) {
 	b3Core.HamiVnpuCore = true
 	npus := res("huawei.com/Ascend910B3", "4")
 	npu := func(id string, index, networkID int, mode string) devices.Card {
-		return devices.Card{UUID: id, Index: index, Split: 4, MemoryMiB: 65536, Cores: 20, Model: "Ascend910B3", NUMA: networkID, Mode: mode, Healthy: true}
+		return devices.Card{UUID: id, Index: index, Split: 4, MemoryMiB: 65536, Cores: 20, Model: "Ascend910B3", Group: networkID, Mode: mode, Healthy: true}
 	}
 	tests := []struct {
 		name        string
@@ -203,12 +203,18 @@ func TestInventory(t *testing.T) {
 			want:        []devices.Card{npu("npu-0", 0, 0, ModeTemplate)},
 		},
 		{
-			name: "one NPU without NetworkID: none is kept", cfg: b3,
+			// Each NPU keeps its own NetworkID (Fit uses them only when all
+			// have one) and its registered numa (HAMi's card sort reads it).
+			name: "one NPU without NetworkID: each keeps its own", cfg: b3,
 			annotations: map[string]string{"hami.io/node-register-Ascend910B3": `[` +
 				`{"id":"npu-0","count":4,"devmem":65536,"devcore":20,"type":"Ascend910B3","health":true,"custominfo":{"NetworkID":3}},` +
 				`{"id":"npu-1","index":1,"numa":1,"count":4,"devmem":65536,"devcore":20,"type":"Ascend910B3","health":true}]`},
 			allocatable: npus,
-			want:        []devices.Card{npu("npu-0", 0, NoNetworkID, ModeTemplate), npu("npu-1", 1, NoNetworkID, ModeTemplate)},
+			want: []devices.Card{npu("npu-0", 0, 3, ModeTemplate), func() devices.Card {
+				c := npu("npu-1", 1, NoNetworkID, ModeTemplate)
+				c.NUMA = 1
+				return c
+			}()},
 		},
 		{
 			name: "non-numeric NetworkID counts as none", cfg: b3,
@@ -234,14 +240,14 @@ func TestInventory(t *testing.T) {
 			name: "quirk: Ascend910B4 takes Ascend910B4-1 NPUs", cfg: chip(t, "Ascend910B4"),
 			annotations: map[string]string{"hami.io/node-register-Ascend910B4": `[{"id":"npu-0","count":4,"devmem":65536,"devcore":20,"type":"Ascend910B4-1","health":true}]`},
 			allocatable: res("huawei.com/Ascend910B4", "4"),
-			want:        []devices.Card{{UUID: "npu-0", Split: 4, MemoryMiB: 65536, Cores: 20, Model: "Ascend910B4-1", NUMA: NoNetworkID, Mode: ModeTemplate, Healthy: true}},
+			want:        []devices.Card{{UUID: "npu-0", Split: 4, MemoryMiB: 65536, Cores: 20, Model: "Ascend910B4-1", Group: NoNetworkID, Mode: ModeTemplate, Healthy: true}},
 		},
 		{
 			name:        "HAMi fixture decodes for a chip its type names",
 			cfg:         Config{CommonWord: "Ascend910", MemoryAllocatable: 8738, MemoryCapacity: 8738},
 			annotations: map[string]string{"hami.io/node-register-Ascend910": hamiRegister},
 			allocatable: res("huawei.com/Ascend910", "4"),
-			want:        []devices.Card{{UUID: "GPU-0", Split: 4, MemoryMiB: 8738, Cores: 8, Model: "huawei.com/Ascend910", NUMA: NoNetworkID, Mode: ModeTemplate, Healthy: true}},
+			want:        []devices.Card{{UUID: "GPU-0", Split: 4, MemoryMiB: 8738, Cores: 8, Model: "huawei.com/Ascend910", Group: NoNetworkID, Mode: ModeTemplate, Healthy: true}},
 		},
 		{
 			name: "HAMi fixture's type lacks Ascend910A", cfg: chip(t, "Ascend910A"),
@@ -356,7 +362,7 @@ func TestParsePod(t *testing.T) {
 				}}}
 				return p
 			}(),
-			want: devices.PodRequest{Containers: []devices.Request{{Count: 2, MemoryMiB: 65536}, {}}},
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 2, MemoryMiB: 65536}, {}}, Inits: 1},
 		},
 		{name: "other chip", pod: pod(nil, limits("main", "huawei.com/Ascend310P", "1"))},
 		{name: "bytes instead of MiB", pod: pod(nil, limits("main", "huawei.com/Ascend910B3", "1", "huawei.com/Ascend910B3-memory", "16Gi")), wantErr: "Ascend910B3-memory"},
@@ -388,7 +394,7 @@ func TestParsePod(t *testing.T) {
 
 // npuCard is an NPU as Inventory returns it; networkID NoNetworkID for none.
 func npuCard(cw, id string, index, networkID int, mode string) devices.Card {
-	return devices.Card{UUID: id, Index: index, Split: 4, MemoryMiB: 65536, Cores: 20, Model: cw, NUMA: networkID, Mode: mode, Healthy: true}
+	return devices.Card{UUID: id, Index: index, Split: 4, MemoryMiB: 65536, Cores: 20, Model: cw, Group: networkID, Mode: mode, Healthy: true}
 }
 
 func npuCards(cw string, networkIDs ...int) []devices.Card {
@@ -441,7 +447,7 @@ func TestFit(t *testing.T) {
 			chip:       "Ascend910B3",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910B3", "2")},
 			cards:      npuCards("Ascend910B3", none, none),
-			want:       "npu-0,Ascend910B3,65536,0:npu-1,Ascend910B3,65536,0:;",
+			want:       "npu-1,Ascend910B3,65536,0:npu-0,Ascend910B3,65536,0:;",
 		},
 		{
 			name:       "hard split: cores counted against the registered devcore",
@@ -466,6 +472,18 @@ func TestFit(t *testing.T) {
 			cards:       []devices.Card{npuCard("Ascend910B3", "npu-0", 0, none, ModeHAMiCore)},
 			used:        []devices.Usage{{Sharers: 1, MemoryMiB: 8192, Cores: 50}},
 			want:        "npu-0,Ascend910B3,8192,50:;",
+		},
+		{
+			// HAMi checks against 100 but scores with devcore 20: npu-0
+			// (cores 10 used) scores 13.75, npu-1 (memory used) 10, so
+			// spread tries npu-1 first. Scoring with 100 would flip them.
+			name:        "hami-core: cards scored with the registered devcore",
+			chip:        "Ascend910B3",
+			annotations: hamiCorePod,
+			containers:  []corev1.Container{limits("main", "huawei.com/Ascend910B3", "1", "huawei.com/Ascend910B3-memory", "8192", "huawei.com/Ascend910B3-core", "5")},
+			cards:       []devices.Card{npuCard("Ascend910B3", "npu-0", 0, none, ModeHAMiCore), npuCard("Ascend910B3", "npu-1", 1, none, ModeHAMiCore)},
+			used:        []devices.Usage{{Sharers: 1, Cores: 10}, {Sharers: 1, MemoryMiB: 8192}},
+			want:        "npu-1,Ascend910B3,8192,5:;",
 		},
 		{
 			name:        "hami-core: insufficient percent",
@@ -515,36 +533,39 @@ func TestFit(t *testing.T) {
 			chip:       "Ascend910B3",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910B3", "2")},
 			cards:      npuCards("Ascend910B3", 0, 1, 1),
-			want:       "npu-1,Ascend910B3,65536,0:npu-2,Ascend910B3,65536,0:;",
+			want:       "npu-2,Ascend910B3,65536,0:npu-1,Ascend910B3,65536,0:;",
 		},
 		{
 			name:       "NetworkID: one NPU is the first that fits",
 			chip:       "Ascend910B3",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910B3", "1")},
 			cards:      npuCards("Ascend910B3", 0, 1, 1),
-			want:       "npu-0,Ascend910B3,65536,0:;",
+			want:       "npu-2,Ascend910B3,65536,0:;",
 		},
 		{
+			// Groups 2 and 0 tie after group 1: the one walked first (HAMi:
+			// map order, random).
 			name:       "NetworkID: largest group first, then the next",
 			chip:       "Ascend910B3",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910B3", "3")},
 			cards:      npuCards("Ascend910B3", 0, 1, 1, 2),
-			want:       "npu-1,Ascend910B3,65536,0:npu-2,Ascend910B3,65536,0:npu-0,Ascend910B3,65536,0:;",
+			want:       "npu-2,Ascend910B3,65536,0:npu-1,Ascend910B3,65536,0:npu-3,Ascend910B3,65536,0:;",
 		},
 		{
 			name:       "NetworkID: exactly enough fit: walk order kept",
 			chip:       "Ascend910B3",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910B3", "3")},
 			cards:      npuCards("Ascend910B3", 0, 1, 1),
-			want:       "npu-0,Ascend910B3,65536,0:npu-1,Ascend910B3,65536,0:npu-2,Ascend910B3,65536,0:;",
+			want:       "npu-2,Ascend910B3,65536,0:npu-1,Ascend910B3,65536,0:npu-0,Ascend910B3,65536,0:;",
 		},
 		{
+			// Group 1 has three NPUs but only one fits: group 0 is larger.
 			name:       "NetworkID: only NPUs that fit are grouped",
 			chip:       "Ascend910B3",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910B3", "2", "huawei.com/Ascend910B3-memory", "32768")},
 			cards:      npuCards("Ascend910B3", 0, 0, 1, 1, 1),
-			used:       []devices.Usage{{}, {}, {Sharers: 2, MemoryMiB: 65536}, {}, {}},
-			want:       "npu-0,Ascend910B3,32768,0:npu-1,Ascend910B3,32768,0:;",
+			used:       []devices.Usage{{}, {}, {Sharers: 2, MemoryMiB: 65536}, {Sharers: 2, MemoryMiB: 65536}, {}},
+			want:       "npu-1,Ascend910B3,32768,0:npu-0,Ascend910B3,32768,0:;",
 		},
 		{
 			name:       "NetworkID: too few NPUs fit",
@@ -559,7 +580,7 @@ func TestFit(t *testing.T) {
 			chip:       "Ascend310P",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend310P", "2")},
 			cards:      npuCards("Ascend310P", 0, 1, 1),
-			want:       "npu-0,Ascend310P,65536,0:npu-1,Ascend310P,65536,0:;",
+			want:       "npu-2,Ascend310P,65536,0:npu-1,Ascend310P,65536,0:;",
 		},
 		{
 			name: "NetworkID: each container sees the previous one's NPUs",
@@ -568,8 +589,10 @@ func TestFit(t *testing.T) {
 				limits("a", "huawei.com/Ascend910B3", "2"),
 				limits("b", "huawei.com/Ascend910B3", "2"),
 			},
-			cards: npuCards("Ascend910B3", 0, 1, 1, 0),
-			want:  "npu-0,Ascend910B3,65536,0:npu-3,Ascend910B3,65536,0:;npu-1,Ascend910B3,65536,0:npu-2,Ascend910B3,65536,0:;",
+			// a takes two of group 1's three NPUs; b, seeing them taken,
+			// finds group 0 the larger (it would be group 1 otherwise).
+			cards: npuCards("Ascend910B3", 0, 1, 1, 1, 0),
+			want:  "npu-3,Ascend910B3,65536,0:npu-2,Ascend910B3,65536,0:;npu-4,Ascend910B3,65536,0:npu-0,Ascend910B3,65536,0:;",
 		},
 		{
 			// HAMi's 910C pairing test: indices 0 and 1 form a module.
@@ -577,7 +600,7 @@ func TestFit(t *testing.T) {
 			chip:       "Ascend910C",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910C", "2")},
 			cards:      npuCards("Ascend910C", none, none),
-			want:       "npu-0,Ascend910C,65536,0:npu-1,Ascend910C,65536,0:;",
+			want:       "npu-1,Ascend910C,65536,0:npu-0,Ascend910C,65536,0:;",
 		},
 		{
 			name:       "910C: NPUs of two partial modules are refused",
@@ -593,7 +616,7 @@ func TestFit(t *testing.T) {
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910C", "2")},
 			cards:      npuCards("Ascend910C", none, none, none, none),
 			used:       []devices.Usage{{}, {Sharers: 4}, {}, {}},
-			want:       "npu-2,Ascend910C,65536,0:npu-3,Ascend910C,65536,0:;",
+			want:       "npu-3,Ascend910C,65536,0:npu-2,Ascend910C,65536,0:;",
 		},
 		{
 			// HAMi's pairing test: 4 fit, but only 2 as a whole module.
@@ -620,11 +643,13 @@ func TestFit(t *testing.T) {
 			wantReason: "2/4 cards free, 3 wanted",
 		},
 		{
+			// By NetworkID it would be npu-2 and npu-1.
 			name:       "910C: modules win over NetworkID",
 			chip:       "Ascend910C",
 			containers: []corev1.Container{limits("main", "huawei.com/Ascend910C", "2")},
 			cards:      npuCards("Ascend910C", 0, 1, 1, 2),
-			want:       "npu-0,Ascend910C,65536,0:npu-1,Ascend910C,65536,0:;",
+			used:       []devices.Usage{{Sharers: 4}, {}, {}, {}},
+			want:       "npu-3,Ascend910C,65536,0:npu-2,Ascend910C,65536,0:;",
 		},
 		{
 			name:       "910C: one NPU, standard fit",
@@ -737,6 +762,7 @@ func TestAssignmentGolden(t *testing.T) {
 			},
 		},
 		{
+			// one gets b (walked first), two then finds b used and gets a.
 			name:     "two containers, all NPUs flattened in order",
 			cfg:      chip(t, "Ascend310P"),
 			register: `[{"id":"a","count":7,"devmem":21527,"devcore":8,"type":"Ascend310P","health":true},{"id":"b","index":1,"count":7,"devmem":21527,"devcore":8,"type":"Ascend310P","health":true}]`,
@@ -745,9 +771,9 @@ func TestAssignmentGolden(t *testing.T) {
 				limits("two", "huawei.com/Ascend310P", "1"),
 			},
 			want: map[string]string{
-				"hami.io/Ascend310P-devices-to-allocate": "a,Ascend310P,3072,0:;b,Ascend310P,21527,0:;",
-				"hami.io/Ascend310P-devices-allocated":   "a,Ascend310P,3072,0:;b,Ascend310P,21527,0:;",
-				"huawei.com/Ascend310P":                  `[{"UUID":"a","temp":"vir01","memory":3072},{"UUID":"b","memory":21527}]`,
+				"hami.io/Ascend310P-devices-to-allocate": "b,Ascend310P,3072,0:;a,Ascend310P,21527,0:;",
+				"hami.io/Ascend310P-devices-allocated":   "b,Ascend310P,3072,0:;a,Ascend310P,21527,0:;",
+				"huawei.com/Ascend310P":                  `[{"UUID":"b","temp":"vir01","memory":3072},{"UUID":"a","memory":21527}]`,
 				"predicate-time":                         "1700000000",
 			},
 		},
@@ -958,7 +984,7 @@ func FuzzInventory(f *testing.F) {
 				continue
 			}
 			for _, card := range cards {
-				if card.UUID == "" || card.Split < 0 || card.MemoryMiB < 0 || card.NUMA < NoNetworkID ||
+				if card.UUID == "" || card.Split < 0 || card.MemoryMiB < 0 || card.Group < NoNetworkID ||
 					(card.Mode != ModeHAMiCore && card.Mode != ModeTemplate) {
 					t.Fatalf("Inventory(%q) returned an invalid card %+v", register, card)
 				}

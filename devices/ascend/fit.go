@@ -11,114 +11,38 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 )
 
-// Fit implements devices.Vendor: HAMi's standard share fit, with
-//   - hami-core pods: each NPU's core total taken as 100 (cores are
-//     percent); a node without hami-core support refuses them (card Mode);
-//   - 910 chips whose every NPU has a NetworkID, n > 1 NPUs: among all
-//     NPUs that fit, fill from the NetworkID group with most of them first;
-//   - Ascend910C, n > 1 NPUs: only whole modules (both NPUs of index/2
-//     fit), and exactly n NPUs, else refused.
+// Fit implements devices.Vendor: HAMi's standard share fit (the shared
+// walk: cards sorted by score, tried from the last backwards), with
+//   - hami-core pods: each NPU's core total taken as 100 in the checks
+//     (cores are percent), the registered one in the card score; a node
+//     without hami-core support refuses them (card Mode);
+//   - 910 chips whose every NPU has a NetworkID, n > 1 NPUs: every NPU
+//     that fits is collected; exactly n are taken in walk order, more are
+//     filled from the NetworkID group with most of them first;
+//   - Ascend910C, n > 1 NPUs: every NPU that fits is collected, then only
+//     whole modules (both NPUs of index/2 fit), and exactly n, else refused.
 func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRequest) (devices.Assignment, *devices.Rejection) {
+	var opts devices.FitOptions
 	if req.Preferences.Mode == ModeHAMiCore {
-		var buf [16]devices.Card
-		cards = wholeCoreCards(cards, buf[:0])
+		// Checked against 100, scored with the registered devcore.
+		opts.CoreTotal = 100
 	}
-	topology := v.topology && hasNetworkIDs(cards)
-	if !topology && !v.pairs {
-		return devices.FitPod(v.cfg.CommonWord, cards, used, req)
+	switch {
+	case v.pairs:
+		opts.Pick = modulePairs
+	case v.topology && hasNetworkIDs(cards):
+		opts.Pick = byNetworkID
 	}
-	return v.fitGrouped(cards, used, req)
-}
-
-// wholeCoreCards copies the cards with a core total of 100, into buf when
-// it is large enough.
-func wholeCoreCards(cards, buf []devices.Card) []devices.Card {
-	out := append(buf, cards...)
-	for i := range out {
-		out[i].Cores = 100
-	}
-	return out
+	return devices.FitPodWith(v.cfg.CommonWord, cards, used, req, opts)
 }
 
 func hasNetworkIDs(cards []devices.Card) bool {
 	for i := range cards {
-		if cards[i].NUMA < 0 {
+		if cards[i].Group < 0 {
 			return false
 		}
 	}
 	return len(cards) > 0
-}
-
-// fitGrouped places the containers one after the other, as FitPod does,
-// choosing the NPUs of multi-NPU containers by NetworkID or module.
-func (v *Vendor) fitGrouped(cards []devices.Card, used []devices.Usage, req *devices.PodRequest) (devices.Assignment, *devices.Rejection) {
-	scratch := make([]devices.Usage, len(used))
-	copy(scratch, used)
-	a := make(devices.Assignment, len(req.Containers))
-	for i, r := range req.Containers {
-		if r.IsZero() {
-			continue
-		}
-		one := devices.PodRequest{Containers: []devices.Request{r}, Preferences: req.Preferences}
-		var grants []devices.Grant
-		if r.Count == 1 {
-			got, rej := devices.FitPod(v.cfg.CommonWord, cards, scratch, &one)
-			if rej != nil {
-				rej.Container = i
-				return nil, rej
-			}
-			grants = got[0]
-		} else {
-			all, rej := fittingCards(v.cfg.CommonWord, cards, scratch, &one)
-			if rej != nil {
-				rej.Container = i
-				return nil, rej
-			}
-			switch {
-			case v.pairs:
-				grants = modulePairs(cards, all, int(r.Count))
-			case len(all) == int(r.Count):
-				// Exactly enough fit: HAMi keeps them in walk order.
-				grants = all
-			default:
-				grants = byNetworkID(cards, all, int(r.Count))
-			}
-			if len(grants) != int(r.Count) {
-				return nil, &devices.Rejection{Container: i, Cards: len(cards), Wanted: r.Count, Fitting: len(grants)}
-			}
-		}
-		a[i] = grants
-		devices.ApplyGrants(cards, scratch, a[i:i+1], 0, true)
-	}
-	return a, nil
-}
-
-// fittingCards returns a grant on every card that can take the one
-// container of req, in the order the card policy walks them, or FitPod's
-// rejection when fewer than the container's count fit.
-func fittingCards(word string, cards []devices.Card, used []devices.Usage, req *devices.PodRequest) ([]devices.Grant, *devices.Rejection) {
-	wanted := req.Containers[0].Count
-	probe := *req
-	r := req.Containers[0]
-	r.Count = int32(len(cards))
-	probe.Containers = []devices.Request{r}
-	a, rej := devices.FitPod(word, cards, used, &probe)
-	if rej == nil {
-		return a[0], nil
-	}
-	if int32(rej.Fitting) < wanted {
-		rej.Wanted = wanted
-		return nil, rej
-	}
-	// Exactly rej.Fitting cards fit: take them all.
-	r.Count = int32(rej.Fitting)
-	probe.Containers = []devices.Request{r}
-	a, rej = devices.FitPod(word, cards, used, &probe)
-	if rej != nil {
-		rej.Wanted = wanted
-		return nil, rej
-	}
-	return a[0], nil
 }
 
 // cardOf finds the card a grant names.
@@ -131,58 +55,51 @@ func cardOf(cards []devices.Card, uuid string) *devices.Card {
 	return nil
 }
 
-// byNetworkID takes n of the fitting grants, first from the NetworkID
-// group with most fitting NPUs, then the next; ties keep the order in
-// which the groups' first NPU was walked.
-func byNetworkID(cards []devices.Card, fitting []devices.Grant, n int) []devices.Grant {
-	return fillGroups(fitting, n, func(g devices.Grant) (int, bool) {
-		c := cardOf(cards, g.UUID)
-		if c == nil || c.NUMA < 0 {
-			return 0, false
-		}
-		return c.NUMA, true
-	}, 0)
+// byNetworkID (a devices.GroupPicker) takes n of the fitting NPUs: all of
+// them, in walk order, when exactly n fit; else first from the NetworkID
+// group with most fitting NPUs, then the next (HAMi's
+// computeBestCombination); ties keep the order in which the groups' first
+// NPU was walked (HAMi: map order, random).
+func byNetworkID(cards []devices.Card, grants []devices.Grant, picked []int, n int) []devices.Grant {
+	if len(grants) == n {
+		return grants
+	}
+	return fillGroups(grants, picked, n, func(i int) int { return cards[i].Group }, 0)
 }
 
-// modulePairs takes n of the fitting grants as whole 910C modules (both
-// NPUs of index/2 fit), modules in walk order. It returns fewer than n
-// grants when not enough whole modules fit, or when n is odd.
-func modulePairs(cards []devices.Card, fitting []devices.Grant, n int) []devices.Grant {
-	return fillGroups(fitting, n, func(g devices.Grant) (int, bool) {
-		c := cardOf(cards, g.UUID)
-		if c == nil {
-			return 0, false
-		}
-		return c.Index / npusPerModule, true
-	}, npusPerModule)
+// modulePairs (a devices.GroupPicker) takes n of the fitting NPUs as whole
+// 910C modules (both NPUs of index/2 fit), modules in walk order, each
+// module's NPUs in walk order (HAMi's computeBestCombination910C). It
+// returns fewer than n grants when not enough whole modules fit, or when n
+// is odd.
+func modulePairs(cards []devices.Card, grants []devices.Grant, picked []int, n int) []devices.Grant {
+	return fillGroups(grants, picked, n, func(i int) int { return cards[i].Index / npusPerModule }, npusPerModule)
 }
 
-// fillGroups groups the grants by key (keeping walk order), orders the
-// groups by size, largest first (stable), and takes whole groups' grants
-// until n are taken. With exact > 0 only groups of exactly that size are
-// used, and only whole (HAMi's 910C rule; HAMi may overshoot an odd n by
-// one module and then refuses, so the outcome is the same).
-func fillGroups(grants []devices.Grant, n int, key func(devices.Grant) (int, bool), exact int) []devices.Grant {
+// fillGroups groups the grants by the key of their card (keeping walk
+// order), orders the groups by size, largest first (stable), and takes
+// whole groups' grants until n are taken. With exact > 0 only groups of
+// exactly that size are used, and only whole (HAMi's 910C rule; HAMi may
+// overshoot an odd n by one module and then refuses, so the outcome is the
+// same).
+func fillGroups(grants []devices.Grant, picked []int, n int, key func(card int) int, exact int) []devices.Grant {
 	type group struct {
 		key     int
 		members []devices.Grant
 	}
 	var groups []group
-	for _, g := range grants {
-		k, ok := key(g)
-		if !ok {
-			continue
-		}
+	for k, g := range grants {
+		gk := key(picked[k])
 		found := false
 		for j := range groups {
-			if groups[j].key == k {
+			if groups[j].key == gk {
 				groups[j].members = append(groups[j].members, g)
 				found = true
 				break
 			}
 		}
 		if !found {
-			groups = append(groups, group{key: k, members: []devices.Grant{g}})
+			groups = append(groups, group{key: gk, members: []devices.Grant{g}})
 		}
 	}
 	// Stable insertion sort by size, largest first.
@@ -226,11 +143,11 @@ func (v *Vendor) ScoreAssignment(cards []devices.Card, a devices.Assignment) flo
 		most := 0
 		for _, g := range container {
 			c := cardOf(cards, g.UUID)
-			if c == nil || c.NUMA < 0 {
+			if c == nil || c.Group < 0 {
 				return 0
 			}
-			counts[c.NUMA]++
-			most = max(most, counts[c.NUMA])
+			counts[c.Group]++
+			most = max(most, counts[c.Group])
 		}
 		score += float64(most) / float64(len(container))
 	}

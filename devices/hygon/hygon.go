@@ -47,8 +47,9 @@ type Vendor struct {
 }
 
 var (
-	_ devices.Vendor     = &Vendor{}
-	_ devices.Handshaker = &Vendor{}
+	_ devices.Vendor       = &Vendor{}
+	_ devices.Handshaker   = &Vendor{}
+	_ devices.MemoryScaler = &Vendor{}
 )
 
 // New returns the Hygon vendor with cfg's settings over HAMi's defaults.
@@ -93,6 +94,10 @@ func orDefault(name, def string) corev1.ResourceName {
 
 // Name implements devices.Vendor.
 func (v *Vendor) Name() string { return VendorWord }
+
+// MemoryFactor implements devices.MemoryScaler: HAMi scales a namespace's
+// dcumem quota by the Hygon memoryFactor too. 0 means 1.
+func (v *Vendor) MemoryFactor() int32 { return max(v.memoryFactor, 1) }
 
 // Resources implements devices.Vendor.
 func (v *Vendor) Resources() devices.ResourceNames { return v.names }
@@ -153,6 +158,7 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if !asked {
 		return devices.PodRequest{}, nil
 	}
+	req.Inits = len(pod.Spec.InitContainers)
 	a := pod.Annotations
 	req.Preferences = devices.Preferences{
 		UseModels:   devices.SplitUpperList(a[UseTypeAnnotation]),

@@ -224,6 +224,17 @@ func TestParsePod(t *testing.T) {
 			want: devices.PodRequest{Containers: []devices.Request{{Count: 1, MemoryPercent: 100}}},
 		},
 		{
+			// Init containers come first and are counted in Inits, so
+			// that FitPod places them as HAMi does (each alone).
+			name: "init container first",
+			pod: func() *corev1.Pod {
+				p := pod(nil, limits("main", "hygon.com/dcunum", "1", "hygon.com/dcumem", "1000"))
+				p.Spec.InitContainers = []corev1.Container{limits("warmup", "hygon.com/dcunum", "2", "hygon.com/dcumem", "2000", "hygon.com/dcucores", "10")}
+				return p
+			}(),
+			want: devices.PodRequest{Containers: []devices.Request{{Count: 2, MemoryMiB: 2000, Cores: 10}, {Count: 1, MemoryMiB: 1000, Cores: 100}}, Inits: 1},
+		},
+		{
 			name: "requests when limits are absent",
 			pod: pod(nil, corev1.Container{Name: "main", Resources: corev1.ResourceRequirements{
 				Requests: res("hygon.com/dcunum", "1", "hygon.com/dcumem", "1024"),

@@ -5,23 +5,53 @@ package vendors
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
 // constructors maps a vendor's config name to its constructor.
 var constructors = map[string]func(devices.Config) (devices.Vendor, error){
 	"nvidia": func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
+	"hygon":  func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
+	"ascend": newAscend,
 }
 
-// Known lists the vendor names that can be configured, sorted.
+// newAscend builds one Ascend chip from the ascend.Config in c.Vendor (one
+// entry of HAMi's vnpus.configs, apis/deviceconfig). The chip's settings
+// all live there: the shared fields must be empty.
+func newAscend(c devices.Config) (devices.Vendor, error) {
+	chip, ok := c.Vendor.(ascend.Config)
+	if !ok {
+		return nil, fmt.Errorf("vendor %s: an Ascend chip is configured by a vnpus.configs entry of the device config file (deviceConfigFile), not by name alone", c.Name)
+	}
+	shared := c
+	shared.Name, shared.Vendor = "", nil
+	if !reflect.DeepEqual(shared, devices.Config{}) {
+		return nil, fmt.Errorf("vendor %s %s: set the chip's resources and defaults in its vnpus.configs entry", c.Name, chip.CommonWord)
+	}
+	return ascend.New(chip)
+}
+
+// fromDeviceConfigOnly are vendors whose settings only HAMi's device
+// config file carries (devices.Config.Vendor): they cannot be enabled by
+// name in the plugin's vendors list.
+var fromDeviceConfigOnly = map[string]bool{"ascend": true}
+
+// Known lists the vendor names that can be configured by name (the
+// plugin's vendors list), sorted. Ascend chips come from the device config
+// file's vnpus.configs instead.
 func Known() []string {
 	names := make([]string, 0, len(constructors))
 	for n := range constructors {
-		names = append(names, n)
+		if !fromDeviceConfigOnly[n] {
+			names = append(names, n)
+		}
 	}
 	slices.Sort(names)
 	return names

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 )
 
 func TestKnown(t *testing.T) {
@@ -17,8 +18,11 @@ func TestKnown(t *testing.T) {
 	if !slices.IsSorted(known) {
 		t.Errorf("Known() = %v is not sorted", known)
 	}
-	if !slices.Contains(known, "nvidia") {
-		t.Errorf("Known() = %v lacks nvidia", known)
+	if !slices.Contains(known, "nvidia") || !slices.Contains(known, "hygon") {
+		t.Errorf("Known() = %v lacks nvidia or hygon", known)
+	}
+	if slices.Contains(known, "ascend") {
+		t.Errorf("Known() = %v lists ascend, which only the device config file configures", known)
 	}
 	if got := Default(); !reflect.DeepEqual(got, []devices.Config{{Name: "nvidia"}}) {
 		t.Errorf("Default() = %+v, want nvidia alone", got)
@@ -44,6 +48,47 @@ func TestNewRegistry(t *testing.T) {
 			configs:     []devices.Config{{Name: "nvidia", ResourceCountName: "example.com/vgpu"}},
 			wantVendors: []string{"NVIDIA"},
 			wantCount:   "example.com/vgpu",
+		},
+		{
+			name:        "hygon",
+			configs:     []devices.Config{{Name: "hygon", ResourceCountName: "example.com/dcu"}},
+			wantVendors: []string{"DCU"},
+			wantCount:   "example.com/dcu",
+		},
+		{
+			name: "every vendor, ascend chips from their payload",
+			configs: []devices.Config{
+				{Name: "nvidia"}, {Name: "hygon"},
+				{Name: "ascend", Vendor: ascend.DefaultConfigs()[2]},
+				{Name: "ascend", Vendor: ascend.DefaultConfigs()[5]},
+			},
+			wantVendors: []string{"NVIDIA", "DCU", "Ascend910B3", "Ascend310P"},
+			wantCount:   "nvidia.com/gpu",
+		},
+		{
+			name:    "ascend without its chip",
+			configs: []devices.Config{{Name: "ascend"}},
+			wantErr: []string{"vnpus.configs entry of the device config file"},
+		},
+		{
+			name:    "ascend with shared settings",
+			configs: []devices.Config{{Name: "ascend", ResourceCountName: "x.com/npu", Vendor: ascend.DefaultConfigs()[2]}},
+			wantErr: []string{"set the chip's resources and defaults in its vnpus.configs entry"},
+		},
+		{
+			name:    "ascend chip invalid",
+			configs: []devices.Config{{Name: "ascend", Vendor: ascend.Config{CommonWord: "Ascend910B3"}}},
+			wantErr: []string{"memoryAllocatable 0"},
+		},
+		{
+			name:    "the same ascend chip twice",
+			configs: []devices.Config{{Name: "ascend", Vendor: ascend.DefaultConfigs()[2]}, {Name: "ascend", Vendor: ascend.DefaultConfigs()[2]}},
+			wantErr: []string{"vendor Ascend910B3 registered twice"},
+		},
+		{
+			name:    "hygon with an NVIDIA-only setting",
+			configs: []devices.Config{{Name: "hygon", OverwriteEnv: true}},
+			wantErr: []string{"NVIDIA settings"},
 		},
 		{
 			name:    "unknown vendor lists the known ones",

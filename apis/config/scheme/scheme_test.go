@@ -163,6 +163,9 @@ vendors:
 		{"deviceConfigFile replaces the default vendors", "deviceConfigFile: /config/device-config.yaml\n", func(a *config.HAMiArgs) {
 			a.DeviceConfigFile, a.Vendors = "/config/device-config.yaml", nil
 		}},
+		{"enableAscend", "deviceConfigFile: /config/device-config.yaml\nenableAscend: true\n", func(a *config.HAMiArgs) {
+			a.DeviceConfigFile, a.Vendors, a.EnableAscend = "/config/device-config.yaml", nil, true
+		}},
 		{"values are not validated here", "nodeSchedulerPolicy: fastest\n", func(a *config.HAMiArgs) {
 			a.NodeSchedulerPolicy = "fastest"
 		}},
@@ -246,6 +249,7 @@ func TestWriteConfig(t *testing.T) {
 		want: `  - args:
       apiVersion: kubescheduler.config.k8s.io/v1
       deviceConfigFile: ""
+      enableAscend: false
       gpuSchedulerPolicy: spread
       kind: HAMiArgs
       nodeLockExpiry: 5m0s
@@ -263,6 +267,7 @@ func TestWriteConfig(t *testing.T) {
 		want: `  - args:
       apiVersion: kubescheduler.config.k8s.io/v1
       deviceConfigFile: /config/device-config.yaml
+      enableAscend: false
       gpuSchedulerPolicy: spread
       kind: HAMiArgs
       nodeLockExpiry: 1m30s

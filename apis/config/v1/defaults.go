@@ -39,6 +39,9 @@ func SetDefaults_HAMiArgs(obj *HAMiArgs) {
 	if obj.DeviceConfigFile == nil {
 		obj.DeviceConfigFile = ptr.To("")
 	}
+	if obj.EnableAscend == nil {
+		obj.EnableAscend = ptr.To(false)
+	}
 	if len(obj.Vendors) == 0 && *obj.DeviceConfigFile == "" {
 		obj.Vendors = []VendorArgs{{Name: DefaultVendor}}
 	}

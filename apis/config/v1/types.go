@@ -37,6 +37,11 @@ type HAMiArgs struct {
 	// of HAMi's chart). When set it defines the vendors and their settings,
 	// and Vendors must be empty. Read once at start.
 	DeviceConfigFile *string `json:"deviceConfigFile,omitempty"`
+	// EnableAscend is HAMi's --enable-ascend: with it, each entry of the
+	// device config file's vnpus.configs that names its resourceName
+	// enables one Ascend chip; without it (default false) the vnpus
+	// section is read and reported but no Ascend vendor is made.
+	EnableAscend *bool `json:"enableAscend,omitempty"`
 	// Vendors enables device vendors and sets their resource names and
 	// defaults, for clusters that do not come from HAMi. Default (when
 	// DeviceConfigFile is empty too): nvidia with HAMi's resource names.

@@ -60,6 +60,9 @@ func autoConvert_v1_HAMiArgs_To_config_HAMiArgs(in *HAMiArgs, out *config.HAMiAr
 	if err := metav1.Convert_Pointer_string_To_string(&in.DeviceConfigFile, &out.DeviceConfigFile, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.EnableAscend, &out.EnableAscend, s); err != nil {
+		return err
+	}
 	out.Vendors = *(*[]config.VendorArgs)(unsafe.Pointer(&in.Vendors))
 	return nil
 }
@@ -83,6 +86,9 @@ func autoConvert_config_HAMiArgs_To_v1_HAMiArgs(in *config.HAMiArgs, out *HAMiAr
 		return err
 	}
 	if err := metav1.Convert_string_To_Pointer_string(&in.DeviceConfigFile, &out.DeviceConfigFile, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.EnableAscend, &out.EnableAscend, s); err != nil {
 		return err
 	}
 	out.Vendors = *(*[]VendorArgs)(unsafe.Pointer(&in.Vendors))

@@ -39,6 +39,11 @@ func (in *HAMiArgs) DeepCopyInto(out *HAMiArgs) {
 		*out = new(string)
 		**out = **in
 	}
+	if in.EnableAscend != nil {
+		in, out := &in.EnableAscend, &out.EnableAscend
+		*out = new(bool)
+		**out = **in
+	}
 	if in.Vendors != nil {
 		in, out := &in.Vendors, &out.Vendors
 		*out = make([]VendorArgs, len(*in))

@@ -35,6 +35,9 @@ func ValidateHAMiArgs(path *field.Path, args *config.HAMiArgs, knownVendors []st
 	if args.DeviceConfigFile != "" && len(args.Vendors) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("vendors"), "must be empty when deviceConfigFile is set: the device config file defines the vendors"))
 	}
+	if args.EnableAscend && args.DeviceConfigFile == "" {
+		errs = append(errs, field.Forbidden(path.Child("enableAscend"), "needs deviceConfigFile: Ascend chips are configured by its vnpus.configs"))
+	}
 	seen := map[string]bool{}
 	for i := range args.Vendors {
 		errs = append(errs, validateVendor(path.Child("vendors").Index(i), &args.Vendors[i], knownVendors, seen)...)

@@ -60,6 +60,10 @@ func TestValidateHAMiArgs(t *testing.T) {
 		{"nodeLockWait zero (fail at once)", func(a *config.HAMiArgs) { a.NodeLockWait.Duration = 0 }, nil},
 		{"deviceConfigFile alone", func(a *config.HAMiArgs) { a.DeviceConfigFile, a.Vendors = "/config/device-config.yaml", nil }, nil},
 		{"deviceConfigFile with vendors", func(a *config.HAMiArgs) { a.DeviceConfigFile = "/config/device-config.yaml" }, []string{"FieldValueForbidden vendors"}},
+		{"enableAscend with deviceConfigFile", func(a *config.HAMiArgs) {
+			a.DeviceConfigFile, a.Vendors, a.EnableAscend = "/config/device-config.yaml", nil, true
+		}, nil},
+		{"enableAscend without deviceConfigFile", func(a *config.HAMiArgs) { a.EnableAscend = true }, []string{"FieldValueForbidden enableAscend"}},
 		{"no vendors at all (left to the vendor resolution)", func(a *config.HAMiArgs) { a.Vendors = nil }, nil},
 		{"vendors[].name required", func(a *config.HAMiArgs) { a.Vendors[0].Name = "" }, []string{"FieldValueRequired vendors[0].name"}},
 		{"vendors[].name unknown", func(a *config.HAMiArgs) { a.Vendors[0].Name = "hygon" }, []string{"FieldValueNotSupported vendors[0].name"}},
