@@ -19,6 +19,7 @@ const (
 	reasonCores
 	reasonExclusive
 	reasonCoresFull
+	reasonSlice
 	reasonNUMA
 	numReasons
 )
@@ -34,6 +35,7 @@ var reasonText = [numReasons]string{
 	reasonCores:     "insufficient cores",
 	reasonExclusive: "exclusive use conflict",
 	reasonCoresFull: "cores fully used",
+	reasonSlice:     "no free MIG slice for the memory",
 	reasonNUMA:      "dropped for another NUMA node",
 }
 
@@ -64,7 +66,7 @@ func (r *Rejection) Reason() string {
 	if r.invalid != "" {
 		return r.invalid
 	}
-	if int(r.Wanted) > r.Cards {
+	if int(r.Wanted) > r.Cards && r.counts == [numReasons]int32{} && r.Fitting == 0 {
 		return strconv.Itoa(int(r.Wanted)) + " cards wanted, node has " + strconv.Itoa(r.Cards)
 	}
 	var parts []string
@@ -169,6 +171,9 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 				for ci := range cards {
 					if cards[ci].UUID == g.UUID {
 						used[ci].Add(g)
+						if m, ok := g.MIGPlacement.mask(); ok && g.MIGProfile != "" {
+							used[ci].reserve(m, true)
+						}
 					}
 				}
 			}
@@ -190,8 +195,9 @@ type fitter struct {
 // the card indexes in the order of the previous sort and is sorted in
 // place; keys is scratch space, one per card.
 func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []Usage, r *Request) ([]Grant, *Rejection) {
-	if int(r.Count) > len(cards) {
-		// HAMi checks the count against the node's cards before fitting.
+	if int(r.Count) > len(cards) && !migRequest(cards, f.prefs) {
+		// HAMi checks the count against the node's cards before fitting,
+		// unless a mig card may give the container several slices.
 		return nil, &Rejection{Cards: len(cards), Wanted: r.Count}
 	}
 	for i := range cards {
@@ -211,11 +217,13 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 	var pickedBuf [16]int
 	picked := pickedBuf[:0]
 	prevNUMA := -1
+	// sliceMask holds the MIG slices this container took on card sliceCard.
+	sliceCard, sliceMask := -1, uint8(0)
 	for w := len(order) - 1; w >= 0; w-- {
 		i := order[w]
 		c := &cards[i]
 		switch {
-		case !c.Healthy:
+		case !c.Healthy || used[i].Faults > 0:
 			counts[reasonUnhealthy]++
 			continue
 		case c.Cordoned:
@@ -241,13 +249,35 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 			counts[reason]++
 			continue
 		}
+		g := Grant{UUID: c.UUID, Vendor: f.vendor, MemoryMiB: mem, Cores: cores}
+		mig := c.Mode == ModeMIG
+		if mig {
+			// A mig card gives a slice, never a hami-core share: the
+			// smallest profile with room for the memory and a free
+			// placement, granted the profile's memory and cores.
+			if sliceCard != i {
+				sliceCard, sliceMask = i, 0
+			}
+			prof, pl, m, ok := selectSlice(c, used[i].occupied()|sliceMask, mem)
+			if !ok {
+				counts[reasonSlice]++
+				continue
+			}
+			sliceMask |= m
+			g.MemoryMiB, g.Cores, g.MIGProfile, g.MIGPlacement = prof.MemoryMiB, prof.Cores, prof.Name, pl
+		}
 		if grants == nil {
 			grants = make([]Grant, 0, capacity)
 		}
-		grants = append(grants, Grant{UUID: c.UUID, Vendor: f.vendor, MemoryMiB: mem, Cores: cores})
+		grants = append(grants, g)
 		picked = append(picked, i)
 		if !pol.topology && int32(len(grants)) == r.Count {
 			return grants, nil
+		}
+		if mig {
+			// HAMi tries the same mig card again for the next card of the
+			// container.
+			w++
 		}
 	}
 	if pol.topology {
@@ -255,7 +285,9 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 		case int32(len(grants)) == r.Count:
 			return grants, nil
 		case int32(len(grants)) > r.Count:
-			return chooseByTopology(cards, grants, picked, int(r.Count)), nil
+			chosen := chooseByTopology(cards, grants, picked, int(r.Count))
+			resettleSlices(cards, used, chosen, func(c *Card) int32 { return r.MemoryOn(c) })
+			return chosen, nil
 		}
 	}
 	return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(grants), NUMABind: pol.numaBind, counts: counts}
