@@ -138,6 +138,7 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 			return nil, rej
 		}
 		a[i] = grants
+		f.takeSlices(cards, grants)
 	}
 	regular := req.Containers[inits:]
 	requesting := 0
@@ -166,14 +167,12 @@ func FitPod(vendor string, cards []Card, used []Usage, req *PodRequest) (Assignm
 			return nil, rej
 		}
 		a[i] = grants
+		f.takeSlices(cards, grants)
 		if requesting > 1 {
 			for _, g := range grants {
 				for ci := range cards {
 					if cards[ci].UUID == g.UUID {
 						used[ci].Add(g)
-						if m, ok := g.MIGPlacement.mask(); ok && g.MIGProfile != "" {
-							used[ci].reserve(m, true)
-						}
 					}
 				}
 			}
@@ -188,6 +187,40 @@ type fitter struct {
 	prefs   *Preferences
 	policy  cardPolicy
 	weights ScoringWeights
+	// taken holds, per card, the MIG slices earlier containers of the pod
+	// took; nil until one takes a slice.
+	taken []uint8
+}
+
+// takeSlices marks the MIG slices of a container's grants taken for the
+// pod's later containers, init and regular alike. (HAMi places each init
+// container on the node's usage alone and the regular ones without the
+// init containers' slices, so one pod's slices may overlap; its device
+// plugin then cannot create the later instance while the earlier one,
+// still reserved, exists.)
+func (f *fitter) takeSlices(cards []Card, grants []Grant) {
+	for _, g := range grants {
+		m, ok := g.MIGPlacement.mask()
+		if g.MIGProfile == "" || !ok {
+			continue
+		}
+		if f.taken == nil {
+			f.taken = make([]uint8, len(cards))
+		}
+		if i := cardIndex(cards, g.UUID); i >= 0 {
+			f.taken[i] |= m
+		}
+	}
+}
+
+// occupied is the set of MIG slices card i cannot give: the node's
+// reservations and the pod's earlier containers'.
+func (f *fitter) occupied(used []Usage, i int) uint8 {
+	m := used[i].occupied()
+	if f.taken != nil {
+		m |= f.taken[i]
+	}
+	return m
 }
 
 // fitContainer picks r.Count distinct cards for one container: it scores
@@ -258,7 +291,7 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 			if sliceCard != i {
 				sliceCard, sliceMask = i, 0
 			}
-			prof, pl, m, ok := selectSlice(c, used[i].occupied()|sliceMask, mem)
+			prof, pl, m, ok := selectSlice(c, f.occupied(used, i)|sliceMask, mem)
 			if !ok {
 				counts[reasonSlice]++
 				continue
@@ -286,7 +319,7 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 			return grants, nil
 		case int32(len(grants)) > r.Count:
 			chosen := chooseByTopology(cards, grants, picked, int(r.Count))
-			resettleSlices(cards, used, chosen, func(c *Card) int32 { return r.MemoryOn(c) })
+			f.resettleSlices(cards, used, chosen, r)
 			return chosen, nil
 		}
 	}

@@ -259,11 +259,11 @@ func migRequest(cards []Card, p *Preferences) bool {
 }
 
 // resettleSlices gives the MIG grants of one container their slices again,
-// in order, from the card's usage alone, as HAMi's AddResourceUsage does
-// once a container's cards are chosen. Only needed when the topology-aware
-// policy chose some of the slices the walk collected. mem resolves the
-// container's memory on a card.
-func resettleSlices(cards []Card, used []Usage, grants []Grant, mem func(*Card) int32) {
+// in order, from what the card can give before the container, as HAMi's
+// AddResourceUsage does once a container's cards are chosen. Only needed
+// when the topology-aware policy chose some of the slices the walk
+// collected.
+func (f *fitter) resettleSlices(cards []Card, used []Usage, grants []Grant, r *Request) {
 	mine := map[int]uint8{}
 	for k := range grants {
 		if grants[k].MIGProfile == "" {
@@ -273,7 +273,7 @@ func resettleSlices(cards []Card, used []Usage, grants []Grant, mem func(*Card) 
 		if i < 0 {
 			continue
 		}
-		p, pl, m, ok := selectSlice(&cards[i], used[i].occupied()|mine[i], mem(&cards[i]))
+		p, pl, m, ok := selectSlice(&cards[i], f.occupied(used, i)|mine[i], r.MemoryOn(&cards[i]))
 		if !ok {
 			// Cannot happen: fewer slices than the walk found room for.
 			continue

@@ -145,10 +145,10 @@ func TestFitPodMIG(t *testing.T) {
 			want: Assignment{{g1(6)}, {g1(5)}},
 		},
 		{
-			name:  "init containers are each placed on the node's slices alone (HAMi)",
+			name:  "every container sees the slices of the pod's earlier ones, init containers' too",
 			cards: []Card{migCard("M")}, used: []Usage{{}},
-			req:  PodRequest{Containers: []Request{{Count: 1, MemoryMiB: 4000}, {Count: 1, MemoryMiB: 4000}, {Count: 1, MemoryMiB: 4000}}, Inits: 2},
-			want: Assignment{{g1(6)}, {g1(6)}, {g1(6)}},
+			req:  PodRequest{Containers: []Request{{Count: 1, MemoryMiB: 15000}, {Count: 1, MemoryMiB: 4000}, {Count: 1, MemoryMiB: 4000}}, Inits: 2},
+			want: Assignment{{migGrant("M", 19968, 43, "3g.20gb", 4, 4)}, {g1(3)}, {g1(2)}},
 		},
 		{
 			name:  "a faulty mig card takes nothing",
