@@ -106,6 +106,15 @@ func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit,
 		toAllocate, allocated := v.AssignmentAnnotations()
 		annotations[toAllocate] = encoded
 		annotations[allocated] = encoded
+		if pa, ok := v.(devices.PodAnnotator); ok {
+			extras, err := pa.AssignmentExtras(pod, a, now)
+			if err != nil {
+				return nil, fmt.Errorf("%s annotations: %w", v.Name(), err)
+			}
+			for k, val := range extras {
+				annotations[k] = val
+			}
+		}
 	}
 	return podPatch(pod.UID, len(pod.Annotations) > 0, annotations, len(pod.Labels) > 0, map[string]string{devices.AssignedNode: nodeName})
 }
