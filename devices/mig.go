@@ -55,12 +55,17 @@ type MIGProfile struct {
 	Placements []MIGPlacement
 }
 
+// MIGProfiles are a card's MIG profiles.
+type MIGProfiles struct {
+	List []MIGProfile
+}
+
 // normalizeMIGProfiles puts a card's profiles in the order HAMi tries them:
 // by memory, then slice count, ascending, stable (selectMigCandidate); each
 // profile's placements in its trial order. A later profile with the name of
 // an earlier one is dropped (HAMi looks placements up by name and finds the
 // first), as are placements that cannot be accounted (see MaxSlices).
-func normalizeMIGProfiles(in []MIGProfile) []MIGProfile {
+func normalizeMIGProfiles(in []MIGProfile) *MIGProfiles {
 	if len(in) == 0 {
 		return nil
 	}
@@ -91,7 +96,7 @@ func normalizeMIGProfiles(in []MIGProfile) []MIGProfile {
 		}
 		return cmp.Compare(a.SliceCount, b.SliceCount)
 	})
-	return out
+	return &MIGProfiles{List: out}
 }
 
 // selectSlice picks a MIG slice for mem MiB on the card, as HAMi's
@@ -99,8 +104,11 @@ func normalizeMIGProfiles(in []MIGProfile) []MIGProfile {
 // slices) with at least mem MiB that has a placement overlapping none of
 // the occupied slices. It returns the profile and the placement's mask.
 func selectSlice(c *Card, occupied uint8, mem int32) (*MIGProfile, MIGPlacement, uint8, bool) {
-	for pi := range c.MIG {
-		p := &c.MIG[pi]
+	if c.MIG == nil {
+		return nil, MIGPlacement{}, 0, false
+	}
+	for pi := range c.MIG.List {
+		p := &c.MIG.List[pi]
 		if p.MemoryMiB < mem {
 			continue
 		}

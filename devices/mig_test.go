@@ -244,7 +244,7 @@ func TestNormalizeMIGProfiles(t *testing.T) {
 		{Name: "4g.20gb", MemoryMiB: 19968, SliceCount: 4, Placements: []MIGPlacement{{0, 4}}},
 		{Name: "7g.40gb", MemoryMiB: 40192, SliceCount: 7, Placements: []MIGPlacement{{0, 8}}},
 	}
-	if got := normalizeMIGProfiles(in); !reflect.DeepEqual(got, want) {
+	if got := normalizeMIGProfiles(in); !reflect.DeepEqual(got.List, want) {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
 }

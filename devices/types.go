@@ -34,8 +34,10 @@ type Card struct {
 	// none. Read them with LinkScores.
 	Links string
 	// MIG lists the MIG profiles of a card in mig mode (the register's
-	// migProfiles), in the order FitPod tries them (see MIGProfile).
-	MIG []MIGProfile
+	// migProfiles), in the order FitPod tries them (see MIGProfile); nil
+	// when it registers none. Shared and never modified, so that Card
+	// stays comparable.
+	MIG *MIGProfiles
 }
 
 // LinkScores decodes c.Links into a map from card UUID to score.
