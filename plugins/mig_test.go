@@ -8,7 +8,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	fwk "k8s.io/kube-scheduler/framework"
 
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
@@ -90,5 +93,78 @@ func (h *harness) releaseLock(node string) {
 	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, "hami.io/mutex.lock"))
 	if _, err := h.client.CoreV1().Nodes().Patch(h.ctx, node, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
 		h.t.Fatal(err)
+	}
+}
+
+// migResident is a pod bound to n1 holding one slice of GPU-m.
+func migResident(name, profile string, mem, cores, start, size int) *corev1.Pod {
+	p := gpuPod(name, gpu(1, int64(mem), 0))
+	p.Spec.NodeName = "n1"
+	p.Annotations[nvidia.AllocatedAnnotation] = fmt.Sprintf("GPU-m,NVIDIA,%d,%d:;", mem, cores)
+	p.Annotations[nvidia.MIGAllocationsAnnotation] = fmt.Sprintf(`[{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-m","profile":%q,"placement":{"start":%d,"size":%d}}]`, profile, start, size)
+	p.Annotations[devices.AssignedNode] = "n1"
+	return p
+}
+
+// TestMIGPreemptionSlices: the slices of a victim preemption removes are
+// free for the preemptor, and those a nominated pod would take are not.
+func TestMIGPreemptionSlices(t *testing.T) {
+	tests := []struct {
+		name      string
+		residents []*corev1.Pod
+		victims   []string
+		nominated []*corev1.Pod
+		pod       *corev1.Pod
+		wantCode  fwk.Code
+		wantMsg   string
+	}{
+		{name: "both 3g.20gb placements taken",
+			residents: []*corev1.Pod{migResident("v0", "3g.20gb", 19968, 43, 0, 4), migResident("v1", "3g.20gb", 19968, 43, 4, 4)},
+			pod:       gpuPod("p", gpu(1, 15000, 0)), wantCode: fwk.Unschedulable, wantMsg: "insufficient memory"},
+		{name: "a removed victim's slices are free",
+			residents: []*corev1.Pod{migResident("v0", "3g.20gb", 19968, 43, 0, 4), migResident("v1", "3g.20gb", 19968, 43, 4, 4)},
+			victims:   []string{"v1"},
+			pod:       gpuPod("p", gpu(1, 15000, 0))},
+		{name: "room for a 2g.10gb beside the resident",
+			residents: []*corev1.Pod{migResident("r", "2g.10gb", 9856, 29, 4, 2)},
+			pod:       gpuPod("p", gpu(1, 8000, 0))},
+		{name: "a nominated pod's slices are not taken",
+			residents: []*corev1.Pod{migResident("r", "2g.10gb", 9856, 29, 4, 2)},
+			nominated: []*corev1.Pod{gpuPod("nominated", gpu(2, 8000, 0))},
+			pod:       gpuPod("p", gpu(1, 8000, 0)), wantCode: fwk.Unschedulable, wantMsg: "no free MIG slice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := []runtime.Object{a100MIGNode("n1", "GPU-m")}
+			for _, r := range tt.residents {
+				objs = append(objs, r)
+			}
+			h := newHarness(t, nil, objs...)
+			waitForPods(t, h, len(tt.residents))
+			ni := h.nodeInfo("n1")
+			state, st := h.preFilter(tt.pod, ni)
+			if !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			sim := state.Clone()
+			for _, v := range tt.victims {
+				for _, r := range tt.residents {
+					if r.Name == v {
+						if st := h.plugin.RemovePod(h.ctx, sim, tt.pod, podInfo(t, r), ni); !st.IsSuccess() {
+							t.Fatal(st)
+						}
+					}
+				}
+			}
+			for _, n := range tt.nominated {
+				if st := h.plugin.AddPod(h.ctx, sim, tt.pod, podInfo(t, n), ni); !st.IsSuccess() {
+					t.Fatalf("AddPod %s: %v", n.Name, st)
+				}
+			}
+			st = h.plugin.Filter(h.ctx, sim, tt.pod, ni)
+			if st.Code() != tt.wantCode || !strings.Contains(st.Message(), tt.wantMsg) {
+				t.Errorf("Filter = %v %q, want %v %q", st.Code(), st.Message(), tt.wantCode, tt.wantMsg)
+			}
+		})
 	}
 }
