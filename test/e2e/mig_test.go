@@ -16,7 +16,8 @@ import (
 // free placement, never a hami-core share, and the scheduler writes the
 // exact assignment and hami.io/vgpu-mig-allocations the device plugin
 // reads. A pod that finds no free placement stays Pending and says why;
-// it runs once the slices it needs are freed.
+// it runs once the slices it needs are freed. A restarted scheduler sees
+// the same slices taken.
 func TestMigSlices(t *testing.T) {
 	e := newEnv(t, "mig-slices")
 	nodes := e.addNodes("1 node x 1 card of NVIDIA A100-SXM4-40GB 40 GiB, mig", nil)
@@ -78,6 +79,23 @@ func TestMigSlices(t *testing.T) {
 	}
 	checkNoOverlap(e)
 	e.checkAccounting()
+
+	// A restarted scheduler rebuilds the slices from the pods' annotations:
+	// slice 2 alone is free.
+	restartScheduler(t, nil)
+	e.create(e.pod("after-restart", gpu{cards: 1, memory: 4000}))
+	p = e.waitRunning("after-restart")
+	if got, want := p.Annotations[nvidia.MIGAllocationsAnnotation], "["+slice(0, 0, "1g.5gb", 2, 1)+"]"; got != want {
+		t.Errorf("after-restart: %s = %s\nwant %s", nvidia.MIGAllocationsAnnotation, got, want)
+	}
+	// The profiles' cores are rounded up (ceil(SMs x 100 / 98)), so the
+	// card's slices now hold 43+15+29+15 = 102 cores: as in HAMi, nothing
+	// more fits, for want of cores before slices.
+	e.create(e.pod("full", gpu{cards: 1, memory: 1000}))
+	if msg := e.waitUnschedulable("full"); !strings.Contains(msg, "insufficient cores") {
+		t.Errorf("full: FailedScheduling %q does not say insufficient cores", msg)
+	}
+	checkNoOverlap(e)
 	e.checkNodeUnlocked(nodes[0].Name)
 }
 
