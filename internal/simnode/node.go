@@ -221,7 +221,8 @@ func RegisterAnnotation(node string, s Spec) string {
 		}
 	}
 	if s.MIG && len(profiles) == 0 {
-		cards = nil
+		// HAMi's device plugin skips a mig card without profiles.
+		cards = cards[:0]
 	}
 	// Marshalling plain structs of strings and numbers cannot fail.
 	data, _ := json.Marshal(cards)
