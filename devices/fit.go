@@ -200,8 +200,11 @@ type fitter struct {
 // still reserved, exists.)
 func (f *fitter) takeSlices(cards []Card, grants []Grant) {
 	for _, g := range grants {
-		m, ok := g.MIGPlacement.mask()
-		if g.MIGProfile == "" || !ok {
+		if g.MIG == nil {
+			continue
+		}
+		m, ok := g.MIG.Placement.mask()
+		if !ok {
 			continue
 		}
 		if f.taken == nil {
@@ -297,7 +300,7 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 				continue
 			}
 			sliceMask |= m
-			g.MemoryMiB, g.Cores, g.MIGProfile, g.MIGPlacement = prof.MemoryMiB, prof.Cores, prof.Name, pl
+			g.MemoryMiB, g.Cores, g.MIG = prof.MemoryMiB, prof.Cores, &MIGSlice{Profile: prof.Name, Placement: pl}
 		}
 		if grants == nil {
 			grants = make([]Grant, 0, capacity)

@@ -39,6 +39,13 @@ func (p MIGPlacement) mask() (uint8, bool) {
 	return uint8((1<<p.Size - 1) << p.Start), true
 }
 
+// MIGSlice is a MIG profile at a placement: what a grant on a card in mig
+// mode gives.
+type MIGSlice struct {
+	Profile   string
+	Placement MIGPlacement
+}
+
 // MIGProfile is one MIG profile a card in mig mode offers (the register's
 // migProfiles entry).
 type MIGProfile struct {
@@ -177,10 +184,10 @@ func Reservations(a Assignment) []SliceReservation {
 	var out []SliceReservation
 	for ci, container := range a {
 		for di, g := range container {
-			if g.MIGProfile == "" {
+			if g.MIG == nil {
 				continue
 			}
-			out = append(out, SliceReservation{Container: ci, Device: di, UUID: g.UUID, Profile: g.MIGProfile, Placement: g.MIGPlacement})
+			out = append(out, SliceReservation{Container: ci, Device: di, UUID: g.UUID, Profile: g.MIG.Profile, Placement: g.MIG.Placement})
 		}
 	}
 	return out
@@ -274,7 +281,7 @@ func migRequest(cards []Card, p *Preferences) bool {
 func (f *fitter) resettleSlices(cards []Card, used []Usage, grants []Grant, r *Request) {
 	mine := map[int]uint8{}
 	for k := range grants {
-		if grants[k].MIGProfile == "" {
+		if grants[k].MIG == nil {
 			continue
 		}
 		i := cardIndex(cards, grants[k].UUID)
@@ -288,6 +295,6 @@ func (f *fitter) resettleSlices(cards []Card, used []Usage, grants []Grant, r *R
 		}
 		mine[i] |= m
 		grants[k].MemoryMiB, grants[k].Cores = p.MemoryMiB, p.Cores
-		grants[k].MIGProfile, grants[k].MIGPlacement = p.Name, pl
+		grants[k].MIG = &MIGSlice{Profile: p.Name, Placement: pl}
 	}
 }

@@ -41,7 +41,7 @@ func slicesUsed(pls ...MIGPlacement) Usage {
 }
 
 func migGrant(id string, mem, cores int32, profile string, start, size uint32) Grant {
-	return Grant{UUID: id, Vendor: "NVIDIA", MemoryMiB: mem, Cores: cores, MIGProfile: profile, MIGPlacement: MIGPlacement{start, size}}
+	return Grant{UUID: id, Vendor: "NVIDIA", MemoryMiB: mem, Cores: cores, MIG: &MIGSlice{Profile: profile, Placement: MIGPlacement{start, size}}}
 }
 
 func TestFitPodMIG(t *testing.T) {

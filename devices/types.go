@@ -159,12 +159,11 @@ type Grant struct {
 	Vendor    string
 	MemoryMiB int32
 	Cores     int32
-	// MIGProfile and MIGPlacement are the MIG slice of the physical card
-	// UUID the container gets, when the card is in mig mode (MemoryMiB and
-	// Cores are then the profile's); empty otherwise. The assignment
-	// annotation does not carry them (see Reservations).
-	MIGProfile   string
-	MIGPlacement MIGPlacement
+	// MIG is the slice of the physical card UUID the container gets when
+	// the card is in mig mode (MemoryMiB and Cores are then the profile's);
+	// nil otherwise. Never modified once set. The assignment annotation
+	// does not carry it (see Reservations).
+	MIG *MIGSlice
 }
 
 // Assignment is the cards given to each container of a pod, init

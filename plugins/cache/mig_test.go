@@ -137,7 +137,7 @@ func TestMIGReservationsAccounting(t *testing.T) {
 }
 
 func TestMIGAssumeConfirmForget(t *testing.T) {
-	g := devices.Grant{UUID: "n1-m0", Vendor: nvidia.VendorWord, MemoryMiB: 4864, Cores: 15, MIGProfile: "1g.5gb", MIGPlacement: devices.MIGPlacement{Start: 6, Size: 1}}
+	g := devices.Grant{UUID: "n1-m0", Vendor: nvidia.VendorWord, MemoryMiB: 4864, Cores: 15, MIG: &devices.MIGSlice{Profile: "1g.5gb", Placement: devices.MIGPlacement{Start: 6, Size: 1}}}
 	c := newCache(t)
 	c.SetNode(migNode("n1", 1))
 	p := migPod("p", "", "", "")
