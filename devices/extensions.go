@@ -44,3 +44,13 @@ type NodeScorer interface {
 	// given to Fit); higher is better, 0 means no opinion.
 	ScoreAssignment(cards []Card, a Assignment) float64
 }
+
+// SliceReader is a vendor whose pods record the card slices they reserve
+// in an annotation of their own (NVIDIA MIG: hami.io/vgpu-mig-allocations).
+// The usage cache charges them with ApplyReservations.
+type SliceReader interface {
+	// PodSlices returns the reservations the pod's annotations record; nil
+	// when there are none or they cannot be decoded (HAMi then ignores the
+	// annotation, and ApplyReservations fails the pod's mig cards closed).
+	PodSlices(pod *corev1.Pod) []SliceReservation
+}

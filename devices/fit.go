@@ -19,6 +19,7 @@ const (
 	reasonCores
 	reasonExclusive
 	reasonCoresFull
+	reasonSlice
 	reasonNUMA
 	numReasons
 )
@@ -34,6 +35,7 @@ var reasonText = [numReasons]string{
 	reasonCores:     "insufficient cores",
 	reasonExclusive: "exclusive use conflict",
 	reasonCoresFull: "cores fully used",
+	reasonSlice:     "no free MIG slice for the memory",
 	reasonNUMA:      "dropped for another NUMA node",
 }
 
@@ -64,7 +66,7 @@ func (r *Rejection) Reason() string {
 	if r.invalid != "" {
 		return r.invalid
 	}
-	if int(r.Wanted) > r.Cards {
+	if int(r.Wanted) > r.Cards && r.counts == [numReasons]int32{} && r.Fitting == 0 {
 		return strconv.Itoa(int(r.Wanted)) + " cards wanted, node has " + strconv.Itoa(r.Cards)
 	}
 	var parts []string
@@ -162,6 +164,7 @@ func FitPodWith(vendor string, cards []Card, used []Usage, req *PodRequest, opts
 			return nil, rej
 		}
 		a[i] = grants
+		f.takeSlices(cards, grants)
 	}
 	regular := req.Containers[inits:]
 	requesting := 0
@@ -190,6 +193,7 @@ func FitPodWith(vendor string, cards []Card, used []Usage, req *PodRequest, opts
 			return nil, rej
 		}
 		a[i] = grants
+		f.takeSlices(cards, grants)
 		if requesting > 1 {
 			for _, g := range grants {
 				for ci := range cards {
@@ -211,6 +215,43 @@ type fitter struct {
 	weights   ScoringWeights
 	pick      GroupPicker
 	coreTotal int32
+	// taken holds, per card, the MIG slices earlier containers of the pod
+	// took; nil until one takes a slice.
+	taken []uint8
+}
+
+// takeSlices marks the MIG slices of a container's grants taken for the
+// pod's later containers, init and regular alike. (HAMi places each init
+// container on the node's usage alone and the regular ones without the
+// init containers' slices, so one pod's slices may overlap; its device
+// plugin then cannot create the later instance while the earlier one,
+// still reserved, exists.)
+func (f *fitter) takeSlices(cards []Card, grants []Grant) {
+	for _, g := range grants {
+		if g.MIG == nil {
+			continue
+		}
+		m, ok := g.MIG.Placement.mask()
+		if !ok {
+			continue
+		}
+		if f.taken == nil {
+			f.taken = make([]uint8, len(cards))
+		}
+		if i := cardIndex(cards, g.UUID); i >= 0 {
+			f.taken[i] |= m
+		}
+	}
+}
+
+// occupied is the set of MIG slices card i cannot give: the node's
+// reservations and the pod's earlier containers'.
+func (f *fitter) occupied(used []Usage, i int) uint8 {
+	m := used[i].occupied()
+	if f.taken != nil {
+		m |= f.taken[i]
+	}
+	return m
 }
 
 // fitContainer picks r.Count distinct cards for one container: it scores
@@ -218,8 +259,9 @@ type fitter struct {
 // the card indexes in the order of the previous sort and is sorted in
 // place; keys is scratch space, one per card.
 func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []Usage, r *Request) ([]Grant, *Rejection) {
-	if int(r.Count) > len(cards) {
-		// HAMi checks the count against the node's cards before fitting.
+	if int(r.Count) > len(cards) && !migRequest(cards, f.prefs) {
+		// HAMi checks the count against the node's cards before fitting,
+		// unless a mig card may give the container several slices.
 		return nil, &Rejection{Cards: len(cards), Wanted: r.Count}
 	}
 	for i := range cards {
@@ -242,11 +284,13 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 	var pickedBuf [16]int
 	picked := pickedBuf[:0]
 	prevNUMA := -1
+	// sliceMask holds the MIG slices this container took on card sliceCard.
+	sliceCard, sliceMask := -1, uint8(0)
 	for w := len(order) - 1; w >= 0; w-- {
 		i := order[w]
 		c := &cards[i]
 		switch {
-		case !c.Healthy:
+		case !c.Healthy || used[i].Faults > 0:
 			counts[reasonUnhealthy]++
 			continue
 		case c.Cordoned:
@@ -278,13 +322,35 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 			counts[reason]++
 			continue
 		}
+		g := Grant{UUID: c.UUID, Vendor: f.vendor, MemoryMiB: mem, Cores: cores}
+		mig := c.Mode == ModeMIG
+		if mig {
+			// A mig card gives a slice, never a hami-core share: the
+			// smallest profile with room for the memory and a free
+			// placement, granted the profile's memory and cores.
+			if sliceCard != i {
+				sliceCard, sliceMask = i, 0
+			}
+			prof, pl, m, ok := selectSlice(c, f.occupied(used, i)|sliceMask, mem)
+			if !ok {
+				counts[reasonSlice]++
+				continue
+			}
+			sliceMask |= m
+			g.MemoryMiB, g.Cores, g.MIG = prof.MemoryMiB, prof.Cores, &MIGSlice{Profile: prof.Name, Placement: pl}
+		}
 		if grants == nil {
 			grants = make([]Grant, 0, capacity)
 		}
-		grants = append(grants, Grant{UUID: c.UUID, Vendor: f.vendor, MemoryMiB: mem, Cores: cores})
+		grants = append(grants, g)
 		picked = append(picked, i)
 		if !collect && int32(len(grants)) == r.Count {
 			return grants, nil
+		}
+		if mig {
+			// HAMi tries the same mig card again for the next card of the
+			// container.
+			w++
 		}
 	}
 	if grouped {
@@ -302,7 +368,9 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 		case int32(len(grants)) == r.Count:
 			return grants, nil
 		case int32(len(grants)) > r.Count:
-			return chooseByTopology(cards, grants, picked, int(r.Count)), nil
+			chosen := chooseByTopology(cards, grants, picked, int(r.Count))
+			f.resettleSlices(cards, used, chosen, r)
+			return chosen, nil
 		}
 	}
 	return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(grants), NUMABind: pol.numaBind, counts: counts}

@@ -20,6 +20,19 @@ type registeredCard struct {
 	Numa    int    `json:"numa"`
 	Mode    string `json:"mode"`
 	Health  bool   `json:"health"`
+	// MIGProfiles is written in mig mode only (hami-protocol 7).
+	MIGProfiles []registeredMIGProfile `json:"migProfiles"`
+}
+
+// registeredMIGProfile is one element of a card's migProfiles (HAMi's
+// device.MigProfile). Counts are unsigned there: a negative one fails the
+// whole annotation, as in HAMi.
+type registeredMIGProfile struct {
+	Name       string         `json:"name"`
+	MemoryMB   int32          `json:"memoryMB"`
+	Core       int32          `json:"core"`
+	SliceCount uint32         `json:"sliceCount"`
+	Placements []MIGPlacement `json:"placements"`
 }
 
 // DefaultMode is the sharing mode of a card that names none.
@@ -61,9 +74,14 @@ func decodeJSONInventory(s string) ([]Card, error) {
 		if mode == "" {
 			mode = DefaultMode
 		}
+		var profiles []MIGProfile
+		for _, p := range r.MIGProfiles {
+			profiles = append(profiles, MIGProfile{Name: p.Name, MemoryMiB: p.MemoryMB, Cores: p.Core, SliceCount: p.SliceCount, Placements: p.Placements})
+		}
 		cards = append(cards, Card{
 			UUID: r.ID, Index: r.Index, Split: r.Count, MemoryMiB: r.Devmem, Cores: r.Devcore,
 			Model: r.Type, NUMA: r.Numa, Mode: mode, Healthy: r.Health,
+			MIG: normalizeMIGProfiles(profiles),
 		})
 	}
 	return cards, nil

@@ -45,8 +45,18 @@ func TestDecodeInventory(t *testing.T) {
 		},
 		{
 			name: "unknown JSON fields are ignored",
-			in:   `[{"id":"GPU-4","count":1,"health":true,"devicevendor":"NVIDIA","migProfiles":[{"name":"1g.5gb"}]}]`,
+			in:   `[{"id":"GPU-4","count":1,"health":true,"devicevendor":"NVIDIA","migtemplate":[{"name":"1g.5gb"}]}]`,
 			want: []Card{{UUID: "GPU-4", Split: 1, Mode: DefaultMode, Healthy: true}},
+		},
+		{
+			name: "mig cards keep their profiles in the order they are tried",
+			in: `[{"id":"GPU-5","count":7,"devmem":40960,"devcore":100,"type":"NVIDIA A100-SXM4-40GB","mode":"mig","health":true,"migProfiles":[` +
+				`{"name":"2g.10gb","memoryMB":9856,"core":29,"sliceCount":2,"placements":[{"start":0,"size":2},{"start":2,"size":2},{"start":4,"size":2}]},` +
+				`{"name":"1g.5gb","memoryMB":4864,"core":15,"sliceCount":1,"placements":[{"start":0,"size":1},{"start":1,"size":1}]}]}]`,
+			want: []Card{{UUID: "GPU-5", Split: 7, MemoryMiB: 40960, Cores: 100, Model: "NVIDIA A100-SXM4-40GB", Mode: ModeMIG, Healthy: true, MIG: &MIGProfiles{List: []MIGProfile{
+				{Name: "1g.5gb", MemoryMiB: 4864, Cores: 15, SliceCount: 1, Placements: []MIGPlacement{{1, 1}, {0, 1}}},
+				{Name: "2g.10gb", MemoryMiB: 9856, Cores: 29, SliceCount: 2, Placements: []MIGPlacement{{0, 2}, {2, 2}, {4, 2}}},
+			}}}},
 		},
 		{
 			name: "surrounding whitespace is tolerated",

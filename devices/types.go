@@ -37,6 +37,11 @@ type Card struct {
 	// ",", so that Card stays comparable; empty when the node publishes
 	// none. Read them with LinkScores.
 	Links string
+	// MIG lists the MIG profiles of a card in mig mode (the register's
+	// migProfiles), in the order FitPod tries them (see MIGProfile); nil
+	// when it registers none. Shared and never modified, so that Card
+	// stays comparable.
+	MIG *MIGProfiles
 }
 
 // LinkScores decodes c.Links into a map from card UUID to score.
@@ -85,10 +90,18 @@ func EncodeLinks(scores map[string]int) string {
 type Usage struct {
 	// Sharers is the number of containers using the card.
 	Sharers int32
+	// Faults counts the pods whose MIG reservations contradict the card
+	// (see ApplyReservations); a card with faults takes no new work, as if
+	// it were unhealthy.
+	Faults int32
 	// MemoryMiB is the memory granted to them.
 	MemoryMiB int64
 	// Cores is the core share granted to them.
 	Cores int64
+	// Slices counts, per MIG memory slice of a card in mig mode, the
+	// reservations that cover it (ApplyReservations); a slice is free when
+	// its count is 0.
+	Slices [MaxSlices]uint8
 }
 
 // Add accounts one more grant on the card.
@@ -150,6 +163,11 @@ type Grant struct {
 	Vendor    string
 	MemoryMiB int32
 	Cores     int32
+	// MIG is the slice of the physical card UUID the container gets when
+	// the card is in mig mode (MemoryMiB and Cores are then the profile's);
+	// nil otherwise. Never modified once set. The assignment annotation
+	// does not carry it (see Reservations).
+	MIG *MIGSlice
 }
 
 // Assignment is the cards given to each container of a pod, init

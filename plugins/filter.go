@@ -139,6 +139,7 @@ func (p *Plugin) nodeCards(s *cycleState, node string, vi int, dst []devices.Usa
 			return cards, used, h.pod, nil
 		}
 		devices.ApplyGrants(cards, used, h.assignments[vi], h.inits, true)
+		devices.ApplyReservations(cards, used, h.assignments[vi], devices.Reservations(h.assignments[vi]), true)
 	}
 	return cards, used, "", nil
 }

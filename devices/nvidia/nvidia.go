@@ -134,7 +134,8 @@ func (v *Vendor) AssignmentAnnotations() (string, string) {
 	return ToAllocateAnnotation, AllocatedAnnotation
 }
 
-// Fit implements devices.Vendor with HAMi's rules for hami-core cards.
+// Fit implements devices.Vendor with HAMi's rules: hami-core and mps cards
+// are shared, a mig card gives a MIG slice (see devices.FitPod).
 func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRequest) (devices.Assignment, *devices.Rejection) {
 	return devices.FitPod(VendorWord, cards, used, req)
 }

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
@@ -32,7 +33,145 @@ type registeredCard struct {
 	Type    string `json:"type,omitempty"`
 	Numa    int    `json:"numa,omitempty"`
 	Mode    string `json:"mode,omitempty"`
-	Health  bool   `json:"health,omitempty"`
+	// MIGProfiles: mig mode only; the inner keys are always written.
+	MIGProfiles []migProfile `json:"migProfiles,omitempty"`
+	Health      bool         `json:"health,omitempty"`
+}
+
+// migProfile is one element of a card's migProfiles (HAMi's
+// device.MigProfile).
+type migProfile struct {
+	Name       string                 `json:"name"`
+	MemoryMB   int32                  `json:"memoryMB"`
+	Core       int32                  `json:"core"`
+	SliceCount uint32                 `json:"sliceCount"`
+	Placements []devices.MIGPlacement `json:"placements"`
+}
+
+// ChartMIGAllowlist is the migProfileAllowlist of HAMi v2.10's chart
+// (charts/hami/templates/scheduler/device-configmap.yaml), for the models
+// migFacts knows.
+var ChartMIGAllowlist = []devices.MIGProfileAllow{
+	{Models: []string{"A100-SXM4-40GB", "A100-40GB-PCIe", "A100-PCIE-40GB"}, Profiles: []string{"1g.5gb", "2g.10gb", "3g.20gb", "7g.40gb"}},
+}
+
+// giProfile is what NVML reports of one GPU instance profile
+// (nvmlGpuInstanceProfileInfo_t and nvmlDeviceGetGpuInstancePossiblePlacements).
+type giProfile struct {
+	sliceCount    uint32
+	memoryMiB     int32
+	sms           int32
+	instanceCount int32
+	placements    []devices.MIGPlacement
+}
+
+func pl(start, size uint32) devices.MIGPlacement {
+	return devices.MIGPlacement{Start: start, Size: size}
+}
+
+// migFacts are the GPU instance profiles NVML reports per MIG-capable
+// model (matched as a substring of the NVML name), as `nvidia-smi mig
+// -lgip` and -lgipp list them on the card. A100-SXM4-40GB (and the 40GB
+// PCIe): 108 SMs, 8 memory slices of ~5 GB; the 7-slice instance has 98
+// SMs; 1g.5gb 4864 MiB (4.75 GiB) x7, 2g.10gb 9856 MiB (9.62 GiB) x3,
+// 3g.20gb 19968 MiB (19.50 GiB) x2, 4g.20gb 19968 MiB x1, 7g.40gb
+// 40192 MiB (39.25 GiB) x1.
+var migFacts = []struct {
+	models   []string
+	profiles []giProfile
+}{{
+	models: []string{"A100-SXM4-40GB", "A100-40GB-PCIe", "A100-PCIE-40GB"},
+	profiles: []giProfile{
+		{sliceCount: 1, memoryMiB: 4864, sms: 14, instanceCount: 7, placements: []devices.MIGPlacement{pl(0, 1), pl(1, 1), pl(2, 1), pl(3, 1), pl(4, 1), pl(5, 1), pl(6, 1)}},
+		{sliceCount: 2, memoryMiB: 9856, sms: 28, instanceCount: 3, placements: []devices.MIGPlacement{pl(0, 2), pl(2, 2), pl(4, 2)}},
+		{sliceCount: 3, memoryMiB: 19968, sms: 42, instanceCount: 2, placements: []devices.MIGPlacement{pl(0, 4), pl(4, 4)}},
+		{sliceCount: 4, memoryMiB: 19968, sms: 56, instanceCount: 1, placements: []devices.MIGPlacement{pl(0, 4)}},
+		{sliceCount: 7, memoryMiB: 40192, sms: 98, instanceCount: 1, placements: []devices.MIGPlacement{pl(0, 8)}},
+	},
+}}
+
+// registeredMIGProfile is a migProfiles entry with the instance count the
+// device plugin derives the card's count from.
+type registeredMIGProfile struct {
+	migProfile
+	instanceCount int32
+}
+
+// MIGProfiles returns the migProfiles HAMi's device plugin registers for a
+// card of the NVML model in mig mode: the profiles of the first allowlist
+// entry (nil: ChartMIGAllowlist) one of whose models is a substring of the
+// name, each mapped by its "<n>g" prefix to the GPU instance profile of n
+// slices, with NVML's memory and placements and core = ceil(SMs x 100 /
+// SMs of the largest instance profile). Profiles NVML cannot describe are
+// skipped; none left is an error.
+func MIGProfiles(model string, allow []devices.MIGProfileAllow) ([]registeredMIGProfile, error) {
+	if allow == nil {
+		allow = ChartMIGAllowlist
+	}
+	var names []string
+	for _, a := range allow {
+		if containsAny(model, a.Models) {
+			names = a.Profiles
+			break
+		}
+	}
+	if names == nil {
+		return nil, fmt.Errorf("mig: no migProfileAllowlist entry names model %q", model)
+	}
+	var facts []giProfile
+	for _, f := range migFacts {
+		if containsAny(model, f.models) {
+			facts = f.profiles
+			break
+		}
+	}
+	var largest int32
+	for _, f := range facts {
+		largest = max(largest, f.sms)
+	}
+	var out []registeredMIGProfile
+	for _, name := range names {
+		prefix, _, _ := strings.Cut(name, ".")
+		slices, err := strconv.ParseUint(strings.TrimSuffix(prefix, "g"), 10, 32)
+		if err != nil || !strings.HasSuffix(prefix, "g") {
+			continue
+		}
+		for _, f := range facts {
+			if f.sliceCount != uint32(slices) {
+				continue
+			}
+			out = append(out, registeredMIGProfile{
+				migProfile: migProfile{
+					Name: name, MemoryMB: f.memoryMiB, Core: (f.sms*100 + largest - 1) / largest,
+					SliceCount: f.sliceCount, Placements: f.placements,
+				},
+				instanceCount: f.instanceCount,
+			})
+			break
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("mig: no MIG profile of model %q is known to the simulation", model)
+	}
+	return out, nil
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if sub != "" && strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+// largestInstanceCount is the count a mig card registers.
+func largestInstanceCount(profiles []registeredMIGProfile) int32 {
+	var n int32
+	for _, p := range profiles {
+		n = max(n, p.instanceCount)
+	}
+	return n
 }
 
 // CardUUID is the stable UUID of card i of a simulated node, shaped like an
@@ -56,7 +195,20 @@ func CardType(model string) string {
 // RegisterAnnotation is the hami.io/node-nvidia-register value HAMi's
 // device plugin writes for a node of the spec: a JSON array, one object per
 // card. The first half of the cards sit on NUMA node 0, the rest on 1.
+//
+// A mig spec registers every card in mig mode with its MIG profiles (see
+// MIGProfiles), devmem unscaled, devcore 100 and the largest instance
+// count as its count; a model without profiles then registers no card.
 func RegisterAnnotation(node string, s Spec) string {
+	var profiles []migProfile
+	mode, count, cores := devices.ModeHAMiCore, s.Split, s.Cores
+	if s.MIG {
+		registered, _ := MIGProfiles(s.Model, nil)
+		for _, p := range registered {
+			profiles = append(profiles, p.migProfile)
+		}
+		mode, count, cores = devices.ModeMIG, largestInstanceCount(registered), 100
+	}
 	cards := make([]registeredCard, s.Cards)
 	for i := range cards {
 		numa := 0
@@ -64,9 +216,13 @@ func RegisterAnnotation(node string, s Spec) string {
 			numa = i * 2 / s.Cards
 		}
 		cards[i] = registeredCard{
-			ID: CardUUID(node, i), Index: uint(i), Count: s.Split, Devmem: s.MemoryMiB, Devcore: s.Cores,
-			Type: CardType(s.Model), Numa: numa, Mode: "hami-core", Health: true,
+			ID: CardUUID(node, i), Index: uint(i), Count: count, Devmem: s.MemoryMiB, Devcore: cores,
+			Type: CardType(s.Model), Numa: numa, Mode: mode, MIGProfiles: profiles, Health: true,
 		}
+	}
+	if s.MIG && len(profiles) == 0 {
+		// HAMi's device plugin skips a mig card without profiles.
+		cards = cards[:0]
 	}
 	// Marshalling plain structs of strings and numbers cannot fail.
 	data, _ := json.Marshal(cards)

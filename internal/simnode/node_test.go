@@ -92,3 +92,34 @@ func TestBuildReadsBackThroughVendor(t *testing.T) {
 		}
 	}
 }
+
+func TestMIGRegisterAnnotation(t *testing.T) {
+	specs, err := ParseSpecs("1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB, mig")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := RegisterAnnotation("n", specs[0])
+	card := func(i int, numa string) string {
+		return `{"id":"` + CardUUID("n", i) + `",` + map[bool]string{true: "", false: `"index":1,`}[i == 0] +
+			`"count":7,"devmem":40960,"devcore":100,"type":"NVIDIA A100-SXM4-40GB",` + numa + `"mode":"mig","migProfiles":[` +
+			`{"name":"1g.5gb","memoryMB":4864,"core":15,"sliceCount":1,"placements":[{"start":0,"size":1},{"start":1,"size":1},{"start":2,"size":1},{"start":3,"size":1},{"start":4,"size":1},{"start":5,"size":1},{"start":6,"size":1}]},` +
+			`{"name":"2g.10gb","memoryMB":9856,"core":29,"sliceCount":2,"placements":[{"start":0,"size":2},{"start":2,"size":2},{"start":4,"size":2}]},` +
+			`{"name":"3g.20gb","memoryMB":19968,"core":43,"sliceCount":3,"placements":[{"start":0,"size":4},{"start":4,"size":4}]},` +
+			`{"name":"7g.40gb","memoryMB":40192,"core":100,"sliceCount":7,"placements":[{"start":0,"size":8}]}],"health":true}`
+	}
+	want := "[" + card(0, "") + "," + card(1, `"numa":1,`) + "]"
+	if got != want {
+		t.Fatalf("register\n%s\nwant\n%s", got, want)
+	}
+	// The scheduler reads them as mig cards with the four profiles.
+	cards, err := devices.DecodeInventory(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cards[0].Mode != devices.ModeMIG || cards[0].MIG == nil || len(cards[0].MIG.List) != 4 || cards[0].Split != 7 {
+		t.Fatalf("decoded %+v", cards[0])
+	}
+	if n := specs[0].Build("n", 0)[0]; n.Status.Allocatable.Name("nvidia.com/gpu", "").Value() != 14 {
+		t.Fatalf("allocatable nvidia.com/gpu %v, want 14 (2 cards x 7)", n.Status.Allocatable)
+	}
+}

@@ -28,6 +28,12 @@ type Spec struct {
 	// Cores is each card's core capacity (100 = one card; HAMi's
 	// deviceCoreScaling x 100).
 	Cores int32
+	// MIG puts the node's device plugin in mig mode (operatingmode: mig):
+	// every card registers the MIG profiles the chart's allowlist grants
+	// its model (see MIGProfiles), its count is the largest instance count
+	// among them, its devcore 100. ParseSpec refuses a model without MIG
+	// facts.
+	MIG bool
 }
 
 // DefaultSplit is HAMi's default deviceSplitCount.
@@ -43,8 +49,9 @@ var specPattern = regexp.MustCompile(`(?i)^(\d+)\s*nodes?\s*[x×*]\s*(\d+)\s*car
 
 // ParseSpecs reads one or more node groups separated by ";", each like
 // "4 nodes x 8 cards of NVIDIA A100 40 GiB, split 10". After the memory
-// come optional comma-separated settings: "split N" (default 10) and
-// "cores N" (default 100).
+// come optional comma-separated settings: "split N" (default 10),
+// "cores N" (default 100) and "mig" (the device plugin in mig mode, e.g.
+// "1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB, mig").
 func ParseSpecs(s string) ([]Spec, error) {
 	var specs []Spec
 	for part := range strings.SplitSeq(s, ";") {
@@ -88,6 +95,13 @@ func ParseSpec(s string) (Spec, error) {
 			}
 		}
 	}
+	if spec.MIG {
+		profiles, err := MIGProfiles(spec.Model, nil)
+		if err != nil {
+			return Spec{}, fmt.Errorf("node group %q: %w", s, err)
+		}
+		spec.Split, spec.Cores = largestInstanceCount(profiles), 100
+	}
 	return spec, nil
 }
 
@@ -103,8 +117,14 @@ func (s *Spec) setOption(opt string) error {
 		n, err := boundedInt(value, "cores", 1, 10000)
 		s.Cores = int32(n)
 		return err
+	case "mig":
+		if value != "" {
+			return fmt.Errorf("setting %q: mig takes no value", opt)
+		}
+		s.MIG = true
+		return nil
 	default:
-		return fmt.Errorf("unknown setting %q (want split N or cores N)", opt)
+		return fmt.Errorf("unknown setting %q (want split N, cores N or mig)", opt)
 	}
 }
 
@@ -143,6 +163,10 @@ func (s Spec) String() string {
 	mem := strconv.FormatInt(int64(s.MemoryMiB), 10) + " MiB"
 	if s.MemoryMiB%1024 == 0 {
 		mem = strconv.FormatInt(int64(s.MemoryMiB/1024), 10) + " GiB"
+	}
+	if s.MIG {
+		// The split and cores follow from the model's MIG profiles.
+		return fmt.Sprintf("%d %s x %d %s of %s %s, mig", s.Nodes, nodes, s.Cards, cards, s.Model, mem)
 	}
 	out := fmt.Sprintf("%d %s x %d %s of %s %s, split %d", s.Nodes, nodes, s.Cards, cards, s.Model, mem, s.Split)
 	if s.Cores != 100 {

@@ -56,6 +56,9 @@ type podState struct {
 	node      string
 	// assignments is index-aligned with the registry's vendors.
 	assignments []devices.Assignment
+	// slices holds, per vendor, the MIG slices the pod reserves (nil for
+	// none): every container's, for as long as the pod is counted.
+	slices [][]devices.SliceReservation
 	// inits is how many leading entries of each assignment are init
 	// containers (0 once they have all succeeded: the assignments then hold
 	// the regular containers alone).
@@ -117,12 +120,19 @@ type Holding struct {
 	Inits       int
 	// Assumed is set from Reserve until the API confirms the assignment.
 	Assumed bool
+	// Slices holds the pod's MIG reservations per vendor (nil for none).
+	Slices [][]devices.SliceReservation
 }
 
 // Apply adds the pod's use of vendor vi's cards to used, or removes it.
 func (h Holding) Apply(cards []devices.Card, used []devices.Usage, vi int, add bool) {
 	if vi < len(h.Assignments) {
 		devices.ApplyGrants(cards, used, h.Assignments[vi], h.Inits, add)
+		var res []devices.SliceReservation
+		if vi < len(h.Slices) {
+			res = h.Slices[vi]
+		}
+		devices.ApplyReservations(cards, used, h.Assignments[vi], res, add)
 	}
 }
 
@@ -164,7 +174,7 @@ func (c *Cache) Assume(pod *corev1.Pod, node string, assignments []devices.Assig
 		}
 		c.removePodLocked(pod.UID)
 	}
-	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), namespace: pod.Namespace, node: node, assignments: assignments, inits: len(pod.Spec.InitContainers), assumed: true})
+	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), namespace: pod.Namespace, node: node, assignments: assignments, slices: assignedSlices(assignments), inits: len(pod.Spec.InitContainers), assumed: true})
 	return nil
 }
 
@@ -229,8 +239,29 @@ func (n *nodeState) apply(p *podState, add bool) {
 		if vi >= len(n.vendors) {
 			break
 		}
-		devices.ApplyGrants(n.vendors[vi].cards, n.vendors[vi].used, a, p.inits, add)
+		v := &n.vendors[vi]
+		devices.ApplyGrants(v.cards, v.used, a, p.inits, add)
+		var res []devices.SliceReservation
+		if vi < len(p.slices) {
+			res = p.slices[vi]
+		}
+		devices.ApplyReservations(v.cards, v.used, a, res, add)
 	}
+}
+
+// assignedSlices lists, per vendor, the MIG slices the assignments' grants
+// carry; nil when none has any.
+func assignedSlices(assignments []devices.Assignment) [][]devices.SliceReservation {
+	var out [][]devices.SliceReservation
+	for vi, a := range assignments {
+		if res := devices.Reservations(a); res != nil {
+			if out == nil {
+				out = make([][]devices.SliceReservation, len(assignments))
+			}
+			out[vi] = res
+		}
+	}
+	return out
 }
 
 // Stats summarises the cache, for logs and tests.
@@ -257,5 +288,5 @@ func (c *Cache) Stats() Stats {
 }
 
 func (p *podState) holding() Holding {
-	return Holding{Key: p.key, Node: p.node, Assignments: p.assignments, Inits: p.inits, Assumed: p.assumed}
+	return Holding{Key: p.key, Node: p.node, Assignments: p.assignments, Inits: p.inits, Assumed: p.assumed, Slices: p.slices}
 }

@@ -19,6 +19,10 @@ import (
 // SetPod returns the decoding error.
 func (c *Cache) SetPod(pod *corev1.Pod) error {
 	assignments, has, err := c.decodeAssignments(pod)
+	var slices [][]devices.SliceReservation
+	if err == nil && has {
+		slices = c.podSlices(pod)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, tracked := c.pods[pod.UID]
@@ -56,13 +60,13 @@ func (c *Cache) SetPod(pod *corev1.Pod) error {
 		inits = 0
 	}
 	if tracked {
-		if old.node == pod.Spec.NodeName && old.inits == inits && sameAssignments(old.assignments, assignments) {
+		if old.node == pod.Spec.NodeName && old.inits == inits && sameAssignments(old.assignments, assignments) && sameSlices(old.slices, slices) {
 			old.assumed = false
 			return nil
 		}
 		c.removePodLocked(pod.UID)
 	}
-	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), namespace: pod.Namespace, node: pod.Spec.NodeName, assignments: assignments, inits: inits})
+	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), namespace: pod.Namespace, node: pod.Spec.NodeName, assignments: assignments, slices: slices, inits: inits})
 	return nil
 }
 
@@ -97,6 +101,33 @@ func (c *Cache) decodeAssignments(pod *corev1.Pod) (assignments []devices.Assign
 		}
 	}
 	return assignments, has, nil
+}
+
+// podSlices reads the MIG reservations of the vendors that record them
+// (devices.SliceReader); nil when the pod has none.
+func (c *Cache) podSlices(pod *corev1.Pod) [][]devices.SliceReservation {
+	var out [][]devices.SliceReservation
+	vendors := c.registry.Vendors()
+	for i, v := range vendors {
+		sr, ok := v.(devices.SliceReader)
+		if !ok {
+			continue
+		}
+		if res := sr.PodSlices(pod); len(res) > 0 {
+			if out == nil {
+				out = make([][]devices.SliceReservation, len(vendors))
+			}
+			out[i] = res
+		}
+	}
+	return out
+}
+
+func sameSlices(a, b [][]devices.SliceReservation) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
+	}
+	return slices.EqualFunc(a, b, func(x, y []devices.SliceReservation) bool { return slices.Equal(x, y) })
 }
 
 // HasAssignment reports whether the pod carries any vendor's assignment
