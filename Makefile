@@ -20,7 +20,7 @@ RACE_PKGS   := ./devices/... ./plugins/...
 BENCH_NODES ?= 500
 BENCH_PODS  ?= 4000
 
-.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean generate verify-generate layout
+.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean generate verify-generate layout fuzz
 
 all: build
 
@@ -73,6 +73,10 @@ generate:
 verify-generate:
 	@tmp=$$(mktemp -d); cp -r apis "$$tmp/"; ./hack/update-codegen.sh; \
 	if ! diff -r "$$tmp/apis" apis >/dev/null; then diff -r "$$tmp/apis" apis; echo "generated code is stale: run make generate"; rm -rf "$$tmp"; exit 1; fi; rm -rf "$$tmp"
+
+# Every fuzz target for FUZZTIME (default 30s); FUZZ_PKGS narrows it.
+fuzz:
+	./hack/fuzz.sh
 
 # Production binaries never import a test package.
 layout:
