@@ -18,3 +18,10 @@ var WebhookYAML []byte
 //
 //go:embed scheduler-config.yaml
 var SchedulerConfigYAML []byte
+
+// AdmissionPolicyYAML is manifests/admission-policy.yaml: the
+// ValidatingAdmissionPolicy that keeps tenants from forging HAMi's
+// scheduling annotations.
+//
+//go:embed admission-policy.yaml
+var AdmissionPolicyYAML []byte

@@ -63,9 +63,6 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 	if err := h.decoder.Decode(req, pod); err != nil {
 		return admission.Errored(http.StatusBadRequest, fmt.Errorf("the pod in the admission request cannot be decoded: %w", err)), resultBadRequest
 	}
-	if ignored(pod) {
-		return admission.Allowed("pod is labelled hami.io/webhook=ignore"), resultUntouched
-	}
 	// HAMi checks the containers before the scheduler name, so a pod of
 	// another scheduler without containers is refused too.
 	if len(pod.Spec.Containers) == 0 {

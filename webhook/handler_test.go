@@ -165,9 +165,11 @@ func TestHandleRules(t *testing.T) {
 			},
 		},
 		{
-			name:  "pod labelled hami.io/webhook=ignore is left alone",
+			// Only namespaces opt out; a tenant's own pod label must not
+			// skip the quota and defaults.
+			name:  "a pod's own hami.io/webhook=ignore label does not opt it out",
 			pod:   newPod(label(devices.WebhookIgnoreLabel, IgnoreValue), limits("nvidia.com/gpumem", "1000")),
-			patch: nil,
+			patch: []jsonpatch.Operation{addCount, setScheduler},
 		},
 		{
 			name:  "other values of the ignore label do not opt out",
@@ -371,11 +373,6 @@ func TestHandleRules(t *testing.T) {
 			config: withVendor(t, devices.Config{Name: "nvidia", CorePolicy: "default"}),
 			pod:    newPod(limits("cpu", "1")),
 			patch:  nil,
-		},
-		{
-			name:  "ignored pod without containers is left to the API server",
-			pod:   newPod(noContainers(), label(devices.WebhookIgnoreLabel, IgnoreValue)),
-			patch: nil,
 		},
 	}
 	for _, tt := range tests {

@@ -11,14 +11,10 @@ import (
 )
 
 // IgnoreValue is the value of devices.WebhookIgnoreLabel that keeps the
-// webhook away from a pod (and, through the MutatingWebhookConfiguration's
-// namespaceSelector, from a namespace).
+// webhook away from a namespace (the MutatingWebhookConfiguration's
+// namespaceSelector). A pod's own label does not opt it out: a tenant could
+// otherwise skip the device quota and defaults.
 const IgnoreValue = "ignore"
-
-// ignored reports whether the pod opted out of the webhook.
-func ignored(pod *corev1.Pod) bool {
-	return pod.Labels[devices.WebhookIgnoreLabel] == IgnoreValue
-}
 
 // schedulerOwned reports whether the pod may be handed to c.SchedulerName:
 // it names that scheduler already, or no scheduler, or it names
