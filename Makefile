@@ -20,7 +20,7 @@ RACE_PKGS   := ./devices/... ./plugins/...
 BENCH_NODES ?= 500
 BENCH_PODS  ?= 4000
 
-.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean generate verify-generate layout fuzz
+.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean generate verify-generate layout fuzz test-chaos
 
 all: build
 
@@ -73,6 +73,12 @@ generate:
 verify-generate:
 	@tmp=$$(mktemp -d); cp -r apis "$$tmp/"; ./hack/update-codegen.sh; \
 	if ! diff -r "$$tmp/apis" apis >/dev/null; then diff -r "$$tmp/apis" apis; echo "generated code is stale: run make generate"; rm -rf "$$tmp"; exit 1; fi; rm -rf "$$tmp"
+
+# The chaos suite on the in-process control plane: 10 seeds (make test runs
+# one, the short variant); CHAOS_SEED=n replays one seed.
+CHAOS_SEEDS ?= 10
+test-chaos:
+	$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' ./test/e2e -args -chaos-seeds=$(CHAOS_SEEDS) $(if $(CHAOS_SEED),-chaos-seed=$(CHAOS_SEED))
 
 # Every fuzz target for FUZZTIME (default 30s); FUZZ_PKGS narrows it.
 fuzz:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -15,9 +16,12 @@ import (
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/transport"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
+	"github.com/hami-scheduler/hami-scheduler/plugins"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
@@ -56,7 +60,24 @@ type Scheduler struct {
 	informers informers.SharedInformerFactory
 	events    events.EventBroadcasterAdapter
 	leading   atomic.Bool
+	// plugin is the HAMi plugin instance of the hami-scheduler profile.
+	plugin atomic.Pointer[plugins.Plugin]
 }
+
+// registry is profile.Registry, keeping the plugin instance it builds.
+func (s *Scheduler) registry() frameworkruntime.Registry {
+	return frameworkruntime.Registry{plugins.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		p, err := plugins.New(ctx, obj, h)
+		if err == nil {
+			s.plugin.Store(p.(*plugins.Plugin))
+		}
+		return p, err
+	}}
+}
+
+// Plugin is the running HAMi plugin, for tests that compare its device
+// cache with the API.
+func (s *Scheduler) Plugin() *plugins.Plugin { return s.plugin.Load() }
 
 // StartScheduler builds the scheduler, starts its informers and waits until
 // they and the plugins' event handlers have synced, then runs it. Stop it
@@ -85,7 +106,7 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	s.Scheduler, err = scheduler.New(ctx, client, s.informers, nil, recorders,
 		scheduler.WithKubeConfig(c),
 		scheduler.WithProfiles(profiles...),
-		scheduler.WithFrameworkOutOfTreeRegistry(profile.Registry()))
+		scheduler.WithFrameworkOutOfTreeRegistry(s.registry()))
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("create scheduler: %w", err)
