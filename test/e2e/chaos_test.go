@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -80,7 +81,7 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 		if i%10 != 9 {
 			continue
 		}
-		switch rng.IntN(6) {
+		switch rng.IntN(8) {
 		case 0:
 			fault("scheduler killed and restarted after %d pods", i+1)
 			restartScheduler(t, chaosArgs)
@@ -103,6 +104,19 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 			n := nodes[rng.IntN(len(nodes))]
 			fault("card 0 of %s cordoned", n.Name)
 			patchNode(t, e, n.Name, `{"metadata":{"annotations":{"`+devices.DeviceCordon+`":"`+cardUUID(n, 0)+`"}}}`)
+		case 5:
+			n := nodes[rng.IntN(len(nodes))]
+			split := 10 + rng.IntN(6)
+			fault("device plugin of %s re-registers its cards with split count %d", n.Name, split)
+			reRegister(t, e, n.Name, split)
+		case 6:
+			if len(nodes) > 3 {
+				k := rng.IntN(len(nodes))
+				n := nodes[k]
+				nodes = append(nodes[:k:k], nodes[k+1:]...)
+				fault("node %s deleted with its pods", n.Name)
+				deleteNodeAndPods(t, e, n.Name)
+			}
 		}
 	}
 	e.eventually("every pod settled: running, failed by its allocation, or pending with a reason", func() (bool, string) {
@@ -181,6 +195,51 @@ func setCardCount(t *testing.T, e *env, node string, count int) {
 	patch := fmt.Sprintf(`{"status":{"allocatable":{%q:"%d"}}}`, nvidia.DefaultCountName, count)
 	if _, err := controlPlane.Client.CoreV1().Nodes().Patch(e.ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
 		t.Errorf("set %s allocatable on %s: %v", nvidia.DefaultCountName, node, err)
+	}
+}
+
+// reRegister rewrites the node's register annotation with another split
+// count, as a device plugin restarted with a new deviceSplitCount does.
+func reRegister(t *testing.T, e *env, node string, split int) {
+	t.Helper()
+	n, err := controlPlane.Client.CoreV1().Nodes().Get(e.ctx, node, metav1.GetOptions{})
+	if err != nil {
+		t.Errorf("get node %s: %v", node, err)
+		return
+	}
+	var cards []map[string]any
+	if err := json.Unmarshal([]byte(n.Annotations[nvidia.RegisterAnnotation]), &cards); err != nil {
+		t.Errorf("node %s register: %v", node, err)
+		return
+	}
+	for _, c := range cards {
+		c["count"] = split
+	}
+	raw, err := json.Marshal(cards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{nvidia.RegisterAnnotation: string(raw)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patchNode(t, e, node, string(patch))
+}
+
+// deleteNodeAndPods deletes a node and, as the pod garbage collector does
+// for pods of a deleted node, its pods.
+func deleteNodeAndPods(t *testing.T, e *env, node string) {
+	t.Helper()
+	if err := controlPlane.Client.CoreV1().Nodes().Delete(e.ctx, node, metav1.DeleteOptions{}); err != nil {
+		t.Errorf("delete node %s: %v", node, err)
+	}
+	force := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
+	for _, p := range e.pods() {
+		if p.Spec.NodeName == node {
+			if err := controlPlane.Client.CoreV1().Pods(e.ns).Delete(e.ctx, p.Name, force); err != nil {
+				t.Errorf("delete pod %s of node %s: %v", p.Name, node, err)
+			}
+		}
 	}
 }
 
