@@ -25,7 +25,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -131,13 +130,12 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	defer cp.Stop()
 
 	agentCalls := newAPICounter()
-	agentConfig := rest.CopyConfig(cp.Config)
-	agentConfig.Wrap(agentCalls.Wrap)
-	agentClient, err := kubernetes.NewForConfig(agentConfig)
+	agent, err := simnode.NewAgent(cp.Config, simnode.Options{
+		Workers: 32, Fast: true, DevicePluginWrap: agentCalls.Wrap, KubeletWrap: agentCalls.Wrap,
+	})
 	if err != nil {
 		return nil, err
 	}
-	agent := simnode.NewAgent(agentClient, 32)
 	if err := agent.Start(ctx); err != nil {
 		return nil, err
 	}
