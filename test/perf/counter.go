@@ -149,3 +149,6 @@ func resourceOf(path string) string {
 		return parts[0] + "/" + parts[2]
 	}
 }
+
+// calls sums the reads and writes (not watches).
+func (d callDelta) calls() int64 { return d.total(true) + d.total(false) }
