@@ -17,8 +17,8 @@ LDFLAGS     := -s -w -X $(VERSION_PKG).gitVersion=$(GIT_VERSION) -X $(VERSION_PK
 RACE_PKGS   := ./devices/... ./plugins/...
 
 # make bench-e2e sizes (see docs/benchmarks.md).
-BENCH_NODES ?= 500
-BENCH_PODS  ?= 4000
+BENCH_NODES ?= 200
+BENCH_PODS  ?= 1000
 # More flags for test/perf, e.g. BENCH_ARGS="-node-side=fast -policies=binpack -arrivals=backlog".
 BENCH_ARGS  ?=
 

@@ -18,16 +18,17 @@ import (
 )
 
 var (
-	nodesFlag  = flag.Int("nodes", 500, "BenchmarkThroughput: number of nodes")
+	nodesFlag  = flag.Int("nodes", 200, "BenchmarkThroughput: number of nodes")
 	cardsFlag  = flag.Int("cards", 8, "BenchmarkThroughput: cards per node")
 	modelFlag  = flag.String("model", "NVIDIA A100 40 GiB, split 10", "BenchmarkThroughput: card model, memory and split")
-	podsFlag   = flag.Int("pods", 4000, "BenchmarkThroughput: pods per profile")
+	podsFlag   = flag.Int("pods", 1000, "BenchmarkThroughput: pods per phase")
 	policyFlag = flag.String("policies", "binpack,spread", "BenchmarkThroughput: HAMi policies to run, each setting the node and the card policy")
 	arrivals   = flag.String("arrivals", "backlog,steady", "BenchmarkThroughput: HAMi arrivals to run: backlog, steady")
 	rateFlag   = flag.Float64("rate", 0, "BenchmarkThroughput: steady arrival rate in pods/s (0: half the same policy's backlog pods/s)")
 	nodeSide   = flag.String("node-side", "faithful", "BenchmarkThroughput: simulated device plugins and kubelets: faithful (HAMi's client limits, admission delay) or fast")
 	dpQPS      = flag.Float64("device-plugin-qps", simnode.DefaultDevicePluginQPS, "BenchmarkThroughput: QPS of each node's device plugin client (negative: no limit)")
 	dpBurst    = flag.Int("device-plugin-burst", simnode.DefaultDevicePluginBurst, "BenchmarkThroughput: burst of each node's device plugin client")
+	phaseLimit = flag.Duration("phase-timeout", 20*time.Minute, "BenchmarkThroughput: bound of each phase; pods not Running by then are reported")
 	admission  = flag.Duration("admission-delay", simnode.DefaultAdmissionDelay, "BenchmarkThroughput: kubelet admission delay (0: none)")
 )
 
@@ -70,6 +71,7 @@ func BenchmarkThroughput(b *testing.B) {
 		Nodes:    fmt.Sprintf("%d nodes x %d cards of %s", *nodesFlag, *cardsFlag, *modelFlag),
 		Pods:     *podsFlag,
 		Rate:     *rateFlag,
+		Timeout:  *phaseLimit,
 		Seed:     1,
 		Progress: os.Stdout,
 		NodeSide: simnode.Options{DevicePluginQPS: float32(*dpQPS), DevicePluginBurst: *dpBurst, AdmissionDelay: *admission},
