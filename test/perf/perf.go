@@ -117,6 +117,15 @@ type Phase struct {
 	Scheduler, DevicePlugin, Kubelet callDelta
 	// Packing is where the pods went.
 	Packing Packing
+	// BindElapsed runs from the phase's start to the last pod bound.
+	BindElapsed time.Duration
+	// Algorithm is the time the scheduler spent finding nodes
+	// (scheduling_algorithm_duration_seconds: PreFilter, Filter, PreScore,
+	// Score) during the phase, in all; the scheduling loop runs it one pod
+	// at a time. PreBind is the mean duration of the PreBind extension
+	// point (HAMi's lock wait and assignment patch).
+	Algorithm sumCount
+	PreBind   sumCount
 }
 
 // Name names the phase in tables.
@@ -357,6 +366,8 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 	unschedulableBefore, _ := attempts(ph.Profile, "unschedulable")
 	errorsBefore, _ := attempts(ph.Profile, "error")
 	dpBefore, kubeletBefore := calls.devicePlugin.snapshot(), calls.kubelet.snapshot()
+	algorithmBefore, _ := histogramTotals(algorithmMetric, nil)
+	preBindBefore, _ := histogramTotals(extensionPointMetric, map[string]string{"profile": ph.Profile, "extension_point": "PreBind"})
 
 	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{
 		Args:          args,
@@ -404,7 +415,16 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 			last = at
 		}
 	}
+	var lastBound time.Time
+	for _, at := range times.bound {
+		if at.After(lastBound) {
+			lastBound = at
+		}
+	}
 	times.mu.Unlock()
+	if !lastBound.IsZero() {
+		ph.BindElapsed = lastBound.Sub(created[0])
+	}
 	if !last.IsZero() {
 		ph.Elapsed = last.Sub(created[0])
 	}
@@ -430,6 +450,10 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 	ph.Unschedulable = unschedulable.since(unschedulableBefore).count()
 	errs, _ := attempts(ph.Profile, "error")
 	ph.Errors = errs.since(errorsBefore).count()
+	algorithm, _ := histogramTotals(algorithmMetric, nil)
+	ph.Algorithm = algorithm.since(algorithmBefore)
+	preBind, _ := histogramTotals(extensionPointMetric, map[string]string{"profile": ph.Profile, "extension_point": "PreBind"})
+	ph.PreBind = preBind.since(preBindBefore)
 
 	allNodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -448,6 +472,12 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 	}
 	return ph, problems, deletePods(ctx, cp.Client, namespace)
 }
+
+// Scheduler metrics read besides the attempts.
+const (
+	algorithmMetric      = "scheduler_scheduling_algorithm_duration_seconds"
+	extensionPointMetric = "scheduler_framework_extension_point_duration_seconds"
+)
 
 // quantile is the q-quantile of ds (nearest rank); 0 when empty.
 func quantile(ds []time.Duration, q float64) time.Duration {
@@ -699,6 +729,7 @@ func (r *Result) Print(w io.Writer) {
 	})
 	row("pods Running / failed", func(p Phase) string { return fmt.Sprintf("%d/%d / %d", p.Running, p.Pods, p.Failed) })
 	row("time to all Running", func(p Phase) string { return p.Elapsed.Round(10 * time.Millisecond).String() })
+	row("time to all bound", func(p Phase) string { return p.BindElapsed.Round(10 * time.Millisecond).String() })
 	row("pods/s to Running", func(p Phase) string { return strconv.FormatFloat(p.PodsPerSecond(), 'f', 1, 64) })
 	row("time to Running p50", func(p Phase) string { return p.RunP50.Round(time.Millisecond).String() })
 	row("time to Running p99", func(p Phase) string { return p.RunP99.Round(time.Millisecond).String() })
@@ -708,6 +739,14 @@ func (r *Result) Print(w io.Writer) {
 	row("attempts ok / unsched. / error", func(p Phase) string {
 		return fmt.Sprintf("%.0f / %.0f / %.0f", p.Scheduled, p.Unschedulable, p.Errors)
 	})
+	row("algorithm: total (busy %)", func(p Phase) string {
+		busy := 0.0
+		if p.Elapsed > 0 {
+			busy = 100 * p.Algorithm.sum / p.Elapsed.Seconds()
+		}
+		return fmt.Sprintf("%s (%.0f%%)", (time.Duration(p.Algorithm.sum * float64(time.Second))).Round(time.Millisecond), busy)
+	})
+	row("PreBind mean", func(p Phase) string { return p.PreBind.mean().Round(time.Millisecond).String() })
 	row("scheduler writes/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(true)), float64(p.Bound)) })
 	row("scheduler reads/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(false)), float64(p.Bound)) })
 	row("device plugin calls/pod", func(p Phase) string { return ratio(float64(p.DevicePlugin.calls()), float64(p.Bound)) })
