@@ -126,6 +126,10 @@ type Phase struct {
 	// point (HAMi's lock wait and assignment patch).
 	Algorithm sumCount
 	PreBind   sumCount
+	// SchedulerSpent and DevicePluginSpent are the time the scheduler's
+	// and the device plugins' API calls (watches aside) took in the
+	// transport, in all: the API server's latency, not the client limit.
+	SchedulerSpent, DevicePluginSpent time.Duration
 }
 
 // Name names the phase in tables.
@@ -366,6 +370,7 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 	unschedulableBefore, _ := attempts(ph.Profile, "unschedulable")
 	errorsBefore, _ := attempts(ph.Profile, "error")
 	dpBefore, kubeletBefore := calls.devicePlugin.snapshot(), calls.kubelet.snapshot()
+	dpSpentBefore := calls.devicePlugin.spentSoFar()
 	algorithmBefore, _ := histogramTotals(algorithmMetric, nil)
 	preBindBefore, _ := histogramTotals(extensionPointMetric, map[string]string{"profile": ph.Profile, "extension_point": "PreBind"})
 
@@ -438,6 +443,7 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 	ph.Scheduler = delta(nil, schedCalls.snapshot())
 	ph.DevicePlugin = delta(dpBefore, calls.devicePlugin.snapshot())
 	ph.Kubelet = delta(kubeletBefore, calls.kubelet.snapshot())
+	ph.SchedulerSpent, ph.DevicePluginSpent = schedCalls.spentSoFar(), calls.devicePlugin.spentSoFar()-dpSpentBefore
 	scheduled, err := attempts(ph.Profile, "scheduled")
 	if err != nil {
 		return ph, nil, err
@@ -750,6 +756,15 @@ func (r *Result) Print(w io.Writer) {
 	row("scheduler writes/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(true)), float64(p.Bound)) })
 	row("scheduler reads/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(false)), float64(p.Bound)) })
 	row("device plugin calls/pod", func(p Phase) string { return ratio(float64(p.DevicePlugin.calls()), float64(p.Bound)) })
+	row("API latency: scheduler / device plugin", func(p Phase) string {
+		mean := func(d time.Duration, n int64) string {
+			if n == 0 {
+				return "-"
+			}
+			return (d / time.Duration(n)).Round(100 * time.Microsecond).String()
+		}
+		return mean(p.SchedulerSpent, p.Scheduler.calls()) + " / " + mean(p.DevicePluginSpent, p.DevicePlugin.calls())
+	})
 	row("kubelet calls/pod", func(p Phase) string { return ratio(float64(p.Kubelet.calls()), float64(p.Bound)) })
 	row("cards used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Cards, p.Packing.MinCards) })
 	row("nodes used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Nodes, p.Packing.MinNodes) })
