@@ -17,8 +17,10 @@ LDFLAGS     := -s -w -X $(VERSION_PKG).gitVersion=$(GIT_VERSION) -X $(VERSION_PK
 RACE_PKGS   := ./devices/... ./plugins/...
 
 # make bench-e2e sizes (see docs/benchmarks.md).
-BENCH_NODES ?= 500
-BENCH_PODS  ?= 4000
+BENCH_NODES ?= 200
+BENCH_PODS  ?= 1000
+# More flags for test/perf, e.g. BENCH_ARGS="-node-side=fast -policies=binpack -arrivals=backlog".
+BENCH_ARGS  ?=
 
 .PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean generate verify-generate layout fuzz test-chaos
 
@@ -60,7 +62,7 @@ bench:
 
 # End-to-end throughput on the in-process control plane (test/perf).
 bench-e2e:
-	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 60m ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS)
+	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 60m ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS) $(BENCH_ARGS)
 
 lint: vet fmt verify-generate layout
 

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -48,9 +50,12 @@ func TestChaos(t *testing.T) {
 	}
 }
 
-// chaosArgs give restarted schedulers a short lock expiry, so that locks a
-// killed scheduler or a phantom pod left behind are taken over quickly.
-var chaosArgs = &hamiv1.HAMiArgs{NodeLockExpiry: &metav1.Duration{Duration: 5 * time.Second}}
+// chaosArgs give restarted schedulers a shorter lock expiry than HAMi's 5
+// minutes, so that locks a killed scheduler or a phantom pod left behind
+// are taken over within the test; it stays well above a loaded device
+// plugin's round trip (an expiry shorter than that lets the next pod take
+// over a lock the device plugin is still serving, as in HAMi).
+var chaosArgs = &hamiv1.HAMiArgs{NodeLockExpiry: &metav1.Duration{Duration: 20 * time.Second}}
 
 func runChaos(t *testing.T, seed uint64, pods int) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
@@ -119,7 +124,10 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 			}
 		}
 	}
-	e.eventually("every pod settled: running, failed by its allocation, or pending with a reason", func() (bool, string) {
+	settled := func() (bool, string) {
+		if s := sched.Plugin().Cache().Stats(); s.AssumedPods > 0 {
+			return false, fmt.Sprintf("%d pods still in a binding cycle", s.AssumedPods)
+		}
 		for _, p := range e.pods() {
 			if p.DeletionTimestamp != nil {
 				return false, p.Name + " terminating"
@@ -133,7 +141,14 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 			}
 		}
 		return true, ""
-	})
+	}
+	if err := wait.PollUntilContextTimeout(e.ctx, 200*time.Millisecond, 3*waitLimit, true, func(context.Context) (bool, error) {
+		ok, _ := settled()
+		return ok, nil
+	}); err != nil {
+		_, last := settled()
+		t.Fatalf("pods never settled (running, failed by their allocation, or pending with a reason and no binding in flight): %s", last)
+	}
 	e.checkAccounting()
 	for _, n := range nodes {
 		e.checkNodeUnlocked(n.Name)
