@@ -107,14 +107,18 @@ func TestLock(t *testing.T) {
 			lock:     lockAt(time.Second, "default", "other"),
 			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "n1", devices.BindPhaseAllocating, now)},
 			wantErr:  ErrBusy, wantLock: lockAt(time.Second, "default", "other")},
-		{name: "holder already served (bind-phase success)",
+		// HAMi's device plugin sets the phase, then releases the lock in
+		// later calls: until it has, the node is busy (found by the chaos
+		// suite: a take-over in between had the release delete the next
+		// pod's lock).
+		{name: "holder already served (bind-phase success) but not released yet is busy",
 			lock:     lockAt(time.Second, "default", "other"),
 			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "n1", devices.BindPhaseSuccess, now)},
-			wantLock: fresh},
-		{name: "holder's hand-over failed after the lock",
+			wantErr:  ErrBusy, wantLock: lockAt(time.Second, "default", "other")},
+		{name: "holder's hand-over failed after the lock but not released yet is busy",
 			lock:     lockAt(time.Minute, "default", "other"),
 			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "", devices.BindPhaseFailed, now.Add(-30*time.Second))},
-			wantLock: fresh},
+			wantErr:  ErrBusy, wantLock: lockAt(time.Minute, "default", "other")},
 		{name: "holder's failure predates the lock (a retry holding it) is busy",
 			lock:     lockAt(time.Second, "default", "other"),
 			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "", devices.BindPhaseFailed, now.Add(-time.Minute))},
