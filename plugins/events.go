@@ -1,0 +1,113 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// HAMi v2.10's pod event reasons (pkg/scheduler/event.go).
+const (
+	EventFilteringSucceed = "FilteringSucceed"
+	EventFilteringFailed  = "FilteringFailed"
+	EventBindingSucceed   = "BindingSucceed"
+	EventBindingFailed    = "BindingFailed"
+)
+
+// maxEventNote bounds an event's message: the events API refuses notes
+// over 1 kB.
+const maxEventNote = 1000
+
+func truncateNote(s string) string {
+	if len(s) <= maxEventNote {
+		return s
+	}
+	return s[:maxEventNote-3] + "..."
+}
+
+// event records a HAMi event on the pod.
+func (p *Plugin) event(pod *corev1.Pod, eventType, reason, action, note string) {
+	if rec := p.handle.EventRecorder(); rec != nil {
+		rec.Eventf(pod, nil, eventType, reason, action, "%s", truncateNote(note))
+	}
+}
+
+// filteringSucceeded records HAMi's FilteringSucceed once the scheduler has
+// chosen node: how many nodes this plugin turned away, and the score of
+// each node it found fit (HAMi's node score, before normalisation).
+func (p *Plugin) filteringSucceeded(pod *corev1.Pod, s *cycleState, node string) {
+	rejected := len(s.rejections.snapshot())
+	s.mu.Lock()
+	fits := make([]string, 0, len(s.fits))
+	for name, f := range s.fits {
+		fits = append(fits, fmt.Sprintf("%s:%.2f", name, f.score))
+	}
+	s.mu.Unlock()
+	sort.Strings(fits)
+	p.event(pod, corev1.EventTypeNormal, EventFilteringSucceed, "Scheduling",
+		fmt.Sprintf("find fit node(%s), %d nodes not fit, %d nodes fit(%s)", node, rejected, len(fits), strings.Join(fits, ",")))
+}
+
+// PostFilter implements fwk.PostFilterPlugin. It makes no pod schedulable
+// (preemption is DefaultPreemption's); when this plugin turned nodes away
+// it records HAMi's FilteringFailed events: one per reason with the nodes
+// and each node's own detail, then the total, as HAMi's filter does.
+func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	s, err := readState(state)
+	if err != nil || s == nil {
+		return nil, fwk.NewStatus(fwk.Unschedulable)
+	}
+	for _, note := range filteringFailedNotes(s.rejections.snapshot()) {
+		p.event(pod, corev1.EventTypeWarning, EventFilteringFailed, "Scheduling", note)
+	}
+	return nil, fwk.NewStatus(fwk.Unschedulable)
+}
+
+// filteringFailedNotes renders the rejections as HAMi's FilteringFailed
+// messages: "<n> nodes <reason>(<node> [<detail>],...)" per reason, sorted,
+// then "no available node, <N> nodes do not meet". None without
+// rejections.
+func filteringFailedNotes(rejections map[string]nodeRejection) []string {
+	if len(rejections) == 0 {
+		return nil
+	}
+	byReason := map[string][]string{}
+	for node, r := range rejections {
+		entry := node
+		if r.detail != "" && r.detail != r.reason {
+			entry += " [" + r.detail + "]"
+		}
+		byReason[r.reason] = append(byReason[r.reason], entry)
+	}
+	reasons := make([]string, 0, len(byReason))
+	for r := range byReason {
+		reasons = append(reasons, r)
+	}
+	sort.Strings(reasons)
+	notes := make([]string, 0, len(reasons)+1)
+	for _, r := range reasons {
+		nodes := byReason[r]
+		sort.Strings(nodes)
+		notes = append(notes, fmt.Sprintf("%d nodes %s(%s)", len(nodes), r, strings.Join(nodes, ",")))
+	}
+	return append(notes, fmt.Sprintf("no available node, %d nodes do not meet", len(rejections)))
+}
+
+// PostBind implements fwk.PostBindPlugin: HAMi's BindingSucceed for the
+// pods this plugin placed.
+func (p *Plugin) PostBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) {
+	if s, err := readState(state); err != nil || s == nil {
+		return
+	}
+	p.event(pod, corev1.EventTypeNormal, EventBindingSucceed, "Binding",
+		fmt.Sprintf("Successfully binding node [%s] to %s/%s", nodeName, pod.Namespace, pod.Name))
+}
+
+// bindingFailed records HAMi's BindingFailed with the error's text.
+func (p *Plugin) bindingFailed(pod *corev1.Pod, err error) {
+	p.event(pod, corev1.EventTypeWarning, EventBindingFailed, "Binding", err.Error())
+}
