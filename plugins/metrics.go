@@ -60,9 +60,10 @@ var (
 
 var registerOnce sync.Once
 
-// registerMetrics registers the metrics on legacyregistry, once per
-// process.
-func registerMetrics() {
+// RegisterMetrics registers the plugin's metrics on legacyregistry, once
+// per process (New does it too). The cache gauges have no series until a
+// profile enabling the plugin starts.
+func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(nodeLockWait, handOverDuration, nodeLockTakeOvers, preBindFailures, undecodableAnnotations)
 		legacyregistry.CustomMustRegister(newDeviceCollector(metricSources.list), newBuildInfoCollector())

@@ -79,7 +79,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 		cache:    devicecache.New(registry),
 		locker:   nodelock.New(handle.ClientSet(), args.NodeLockExpiry.Duration, args.NodeLockWait.Duration),
 	}
-	registerMetrics()
+	RegisterMetrics()
 	p.locker.Observer = lockObserver
 	if err := p.watch(logger); err != nil {
 		return nil, err
