@@ -54,26 +54,29 @@ func (p *Plugin) filteringSucceeded(pod *corev1.Pod, s *cycleState, node string)
 
 // PostFilter implements fwk.PostFilterPlugin. It makes no pod schedulable
 // (preemption is DefaultPreemption's); when this plugin turned nodes away
-// it records HAMi's FilteringFailed events: one per reason with the nodes
-// and each node's own detail, then the total, as HAMi's filter does.
+// it records HAMi's FilteringFailed: the total, then the nodes per reason
+// with each node's own detail.
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil || s == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)
 	}
-	for _, note := range filteringFailedNotes(s.rejections.snapshot()) {
+	if note := filteringFailedNote(s.rejections.snapshot()); note != "" {
 		p.event(pod, corev1.EventTypeWarning, EventFilteringFailed, "Scheduling", note)
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }
 
-// filteringFailedNotes renders the rejections as HAMi's FilteringFailed
-// messages: "<n> nodes <reason>(<node> [<detail>],...)" per reason, sorted,
-// then "no available node, <N> nodes do not meet". None without
-// rejections.
-func filteringFailedNotes(rejections map[string]nodeRejection) []string {
+// filteringFailedNote renders the rejections as HAMi's FilteringFailed
+// messages in one event: "no available node, <N> nodes do not meet: " then
+// "<n> nodes <reason>(<node> [<detail>],...)" per reason, sorted, joined by
+// "; ". HAMi records one event per reason and then the total; the events
+// API folds events of the same reason on the same pod into a series that
+// keeps only the first message, so this is one event, total first so that
+// truncation keeps it. "" without rejections.
+func filteringFailedNote(rejections map[string]nodeRejection) string {
 	if len(rejections) == 0 {
-		return nil
+		return ""
 	}
 	byReason := map[string][]string{}
 	for node, r := range rejections {
@@ -88,13 +91,13 @@ func filteringFailedNotes(rejections map[string]nodeRejection) []string {
 		reasons = append(reasons, r)
 	}
 	sort.Strings(reasons)
-	notes := make([]string, 0, len(reasons)+1)
+	parts := make([]string, 0, len(reasons))
 	for _, r := range reasons {
 		nodes := byReason[r]
 		sort.Strings(nodes)
-		notes = append(notes, fmt.Sprintf("%d nodes %s(%s)", len(nodes), r, strings.Join(nodes, ",")))
+		parts = append(parts, fmt.Sprintf("%d nodes %s(%s)", len(nodes), r, strings.Join(nodes, ",")))
 	}
-	return append(notes, fmt.Sprintf("no available node, %d nodes do not meet", len(rejections)))
+	return fmt.Sprintf("no available node, %d nodes do not meet: %s", len(rejections), strings.Join(parts, "; "))
 }
 
 // PostBind implements fwk.PostBindPlugin: HAMi's BindingSucceed for the

@@ -3,7 +3,9 @@ package plugins
 import (
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,11 +76,11 @@ func TestFilteringEvents(t *testing.T) {
 		bind string
 		want []wantEvent
 	}{
-		{name: "no node fits: one event per reason, then the total", pod: gpuPod("p", gpu(1, 50000, 0)),
+		{name: "no node fits: the total, then the nodes per reason", pod: gpuPod("p", gpu(1, 50000, 0)),
 			want: []wantEvent{
-				{corev1.EventTypeWarning, EventFilteringFailed, `3 nodes insufficient NVIDIA devices: insufficient memory\(big \[8/8 cards: insufficient memory\],small-a \[1/1 cards: insufficient memory\],small-b \[2/2 cards: insufficient memory\]\)`},
-				{corev1.EventTypeWarning, EventFilteringFailed, `1 nodes insufficient NVIDIA devices: unhealthy\(sick \[1/1 cards: unhealthy\]\)`},
-				{corev1.EventTypeWarning, EventFilteringFailed, `no available node, 4 nodes do not meet`},
+				{corev1.EventTypeWarning, EventFilteringFailed, `no available node, 4 nodes do not meet: ` +
+					`3 nodes insufficient NVIDIA devices: insufficient memory\(big \[8/8 cards: insufficient memory\],small-a \[1/1 cards: insufficient memory\],small-b \[2/2 cards: insufficient memory\]\); ` +
+					`1 nodes insufficient NVIDIA devices: unhealthy\(sick \[1/1 cards: unhealthy\]\)`},
 			}},
 		{name: "fits: the chosen node, the rejected count and each fit node's score", pod: gpuPod("p", gpu(1, 3000, 0)), bind: "big",
 			want: []wantEvent{
@@ -104,29 +106,30 @@ func TestFilteringEvents(t *testing.T) {
 	}
 }
 
-// TestFilteringFailedNotes: the reasons sorted, the nodes sorted within,
-// the detail left out when it says nothing more.
-func TestFilteringFailedNotes(t *testing.T) {
-	got := filteringFailedNotes(map[string]nodeRejection{
+// TestFilteringFailedNote: the reasons sorted, the nodes sorted within,
+// the detail left out when it says nothing more; the note stays within the
+// events API's limit.
+func TestFilteringFailedNote(t *testing.T) {
+	got := filteringFailedNote(map[string]nodeRejection{
 		"n2": {reason: "insufficient NVIDIA devices: insufficient memory", detail: "2/8 cards: insufficient memory"},
 		"n1": {reason: "insufficient NVIDIA devices: insufficient memory", detail: "1/1 cards: insufficient memory"},
 		"n3": {reason: "no NVIDIA device on node"},
 	})
-	want := []string{
-		"2 nodes insufficient NVIDIA devices: insufficient memory(n1 [1/1 cards: insufficient memory],n2 [2/8 cards: insufficient memory])",
-		"1 nodes no NVIDIA device on node(n3)",
-		"no available node, 3 nodes do not meet",
+	want := "no available node, 3 nodes do not meet: " +
+		"2 nodes insufficient NVIDIA devices: insufficient memory(n1 [1/1 cards: insufficient memory],n2 [2/8 cards: insufficient memory]); " +
+		"1 nodes no NVIDIA device on node(n3)"
+	if got != want {
+		t.Errorf("note\n%q, want\n%q", got, want)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("notes %q, want %q", got, want)
+	if filteringFailedNote(nil) != "" {
+		t.Error("a note without rejections")
 	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("note %d = %q, want %q", i, got[i], want[i])
-		}
+	many := map[string]nodeRejection{}
+	for i := range 500 {
+		many[fmt.Sprintf("node-%03d", i)] = nodeRejection{reason: "insufficient NVIDIA devices: insufficient memory", detail: "8/8 cards: insufficient memory"}
 	}
-	if filteringFailedNotes(nil) != nil {
-		t.Error("notes without rejections")
+	if note := truncateNote(filteringFailedNote(many)); len(note) > maxEventNote || !strings.HasPrefix(note, "no available node, 500 nodes do not meet: ") {
+		t.Errorf("note of 500 nodes: %d bytes, starting %.60q", len(note), note)
 	}
 }
 
