@@ -40,16 +40,35 @@ func (p *Plugin) event(pod *corev1.Pod, eventType, reason, action, note string) 
 // chosen node: how many nodes this plugin turned away, and the score of
 // each node it found fit (HAMi's node score, before normalisation).
 func (p *Plugin) filteringSucceeded(pod *corev1.Pod, s *cycleState, node string) {
+	if p.handle.EventRecorder() == nil {
+		return
+	}
 	rejected := len(s.rejections.snapshot())
+	type nodeScore struct {
+		name  string
+		score float32
+	}
 	s.mu.Lock()
-	fits := make([]string, 0, len(s.fits))
+	fits := make([]nodeScore, 0, len(s.fits))
 	for name, f := range s.fits {
-		fits = append(fits, fmt.Sprintf("%s:%.2f", name, f.score))
+		fits = append(fits, nodeScore{name, f.score})
 	}
 	s.mu.Unlock()
-	sort.Strings(fits)
-	p.event(pod, corev1.EventTypeNormal, EventFilteringSucceed, "Scheduling",
-		fmt.Sprintf("find fit node(%s), %d nodes not fit, %d nodes fit(%s)", node, rejected, len(fits), strings.Join(fits, ",")))
+	sort.Slice(fits, func(i, j int) bool { return fits[i].name < fits[j].name })
+	var b strings.Builder
+	fmt.Fprintf(&b, "find fit node(%s), %d nodes not fit, %d nodes fit(", node, rejected, len(fits))
+	for i, f := range fits {
+		if b.Len() > maxEventNote {
+			// Reserve is on the scheduling cycle's path: stop at the limit.
+			break
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s:%.2f", f.name, f.score)
+	}
+	b.WriteByte(')')
+	p.event(pod, corev1.EventTypeNormal, EventFilteringSucceed, "Scheduling", b.String())
 }
 
 // PostFilter implements fwk.PostFilterPlugin. It makes no pod schedulable

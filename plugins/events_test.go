@@ -217,3 +217,18 @@ func TestHandOverDuration(t *testing.T) {
 		t.Errorf("hand-overs observed went from %d to %d, want one more", before, after)
 	}
 }
+
+// TestFilteringSucceedNoteIsBounded: with many fit nodes the note stops
+// at the events API's limit.
+func TestFilteringSucceedNoteIsBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	s := &cycleState{fits: map[string]*nodeFit{}, rejections: &nodeRejections{}}
+	for i := range 500 {
+		s.fits[fmt.Sprintf("node-%03d", i)] = &nodeFit{score: 12.5}
+	}
+	h.plugin.filteringSucceeded(gpuPod("p", gpu(1, 1000, 0)), s, "node-007")
+	got := h.handle.recorder.take()
+	if len(got) != 1 || len(got[0].note) > maxEventNote || !strings.HasPrefix(got[0].note, "find fit node(node-007), 0 nodes not fit, 500 nodes fit(node-000:12.50,node-001:12.50,") {
+		t.Errorf("events %+v", got)
+	}
+}
