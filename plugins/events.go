@@ -3,6 +3,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,7 +44,7 @@ func (p *Plugin) filteringSucceeded(pod *corev1.Pod, s *cycleState, node string)
 	if p.handle.EventRecorder() == nil {
 		return
 	}
-	rejected := len(s.rejections.snapshot())
+	rejected := s.rejections.count()
 	type nodeScore struct {
 		name  string
 		score float32
@@ -54,7 +55,7 @@ func (p *Plugin) filteringSucceeded(pod *corev1.Pod, s *cycleState, node string)
 		fits = append(fits, nodeScore{name, f.score})
 	}
 	s.mu.Unlock()
-	sort.Slice(fits, func(i, j int) bool { return fits[i].name < fits[j].name })
+	slices.SortFunc(fits, func(a, b nodeScore) int { return strings.Compare(a.name, b.name) })
 	var b strings.Builder
 	fmt.Fprintf(&b, "find fit node(%s), %d nodes not fit, %d nodes fit(", node, rejected, len(fits))
 	for i, f := range fits {

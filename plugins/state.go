@@ -67,6 +67,16 @@ func (r *nodeRejections) add(node, reason, detail string) {
 	r.why[node] = nodeRejection{reason: reason, detail: detail}
 }
 
+// count returns how many nodes were turned away.
+func (r *nodeRejections) count() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.why)
+}
+
 // snapshot returns a copy of the rejections.
 func (r *nodeRejections) snapshot() map[string]nodeRejection {
 	if r == nil {
