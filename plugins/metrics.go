@@ -53,7 +53,7 @@ var (
 	}, []string{"reason"})
 	undecodableAnnotations = metrics.NewCounterVec(&metrics.CounterOpts{
 		Namespace: "hami", Subsystem: "scheduler", Name: "undecodable_annotations_total",
-		Help:           "Annotations the device cache could not decode, by object (node: a vendor's device inventory; pod: a device assignment).",
+		Help:           "Device annotations the cache could not use, by object (node: a vendor's inventory that cannot be decoded or used; pod: a device assignment that cannot be decoded), counted per informer event.",
 		StabilityLevel: metrics.ALPHA,
 	}, []string{"object"})
 )

@@ -8,8 +8,10 @@ import (
 
 	promtestutil "github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
@@ -208,5 +210,47 @@ func TestNormalizedCores(t *testing.T) {
 		if l, u := normalizedCores(tt.model, tt.total, tt.used); l != tt.wantLimit || u != tt.wantUsed {
 			t.Errorf("normalizedCores(%q, %d, %d) = %v, %v; want %v, %v", tt.model, tt.total, tt.used, l, u, tt.wantLimit, tt.wantUsed)
 		}
+	}
+}
+
+// TestEventCounters: an undecodable pod assignment and node register are
+// counted by object; a stale lock's take-over by reason.
+func TestEventCounters(t *testing.T) {
+	value := func(c interface{ Inc() }) float64 {
+		v, _ := testutil.GetCounterMetricValue(c.(metrics.CounterMetric))
+		return v
+	}
+	pods, nodes := value(undecodableAnnotations.WithLabelValues("pod")), value(undecodableAnnotations.WithLabelValues("node"))
+	expired := value(nodeLockTakeOvers.WithLabelValues("expired"))
+
+	broken := gpuNode("broken", card("x0", 10000))
+	broken.Annotations[nvidia.RegisterAnnotation] = "[{not json"
+	stale := eightCardNode("n1")
+	stale.Annotations[devices.NodeLock] = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339) + ",default,gone"
+	garbled := boundPod("default", "garbled", "n1", "not an assignment", "", 1)
+	pod := gpuPod("p", gpu(1, 1000, 0))
+	h := newHarness(t, nil, broken, stale, garbled, pod)
+	if got := value(undecodableAnnotations.WithLabelValues("pod")); got != pods+1 {
+		t.Errorf("pod annotations counted %v -> %v, want one more", pods, got)
+	}
+	if got := value(undecodableAnnotations.WithLabelValues("node")); got != nodes+1 {
+		t.Errorf("node annotations counted %v -> %v, want one more", nodes, got)
+	}
+	if err := h.client.CoreV1().Pods("default").Delete(h.ctx, "garbled", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.plugin.cache.Stats().UnreadablePods != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the garbled pod never left the cache")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	state := h.schedule(pod, "n1")
+	if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	if got := value(nodeLockTakeOvers.WithLabelValues("expired")); got != expired+1 {
+		t.Errorf("expired take-overs %v -> %v, want one more", expired, got)
 	}
 }
