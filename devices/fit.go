@@ -89,6 +89,37 @@ func (r *Rejection) Reason() string {
 	return strings.Join(parts, ", ")
 }
 
+// Summary renders the rejection without anything that depends on the
+// node (no card counts), e.g. "insufficient memory, all shares in use":
+// the reason words, in a fixed order, so that the same cause on different
+// nodes reads the same and kube-scheduler's FailedScheduling message can
+// count the nodes per reason. Reason keeps the per-node detail.
+func (r *Rejection) Summary() string {
+	if r.invalid != "" {
+		return r.invalid
+	}
+	if int(r.Wanted) > r.Cards && r.counts == [numReasons]int32{} && r.Fitting == 0 {
+		return "fewer cards than wanted"
+	}
+	var parts []string
+	for reason, n := range r.counts {
+		if n > 0 {
+			parts = append(parts, reasonText[reason])
+		}
+	}
+	if r.Fitting > 0 {
+		if r.NUMABind {
+			parts = append(parts, "not enough free cards on one NUMA node")
+		} else {
+			parts = append(parts, "not enough free cards")
+		}
+	}
+	if len(parts) == 0 {
+		return "no card"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // FitPod places every container of req on the node's cards as HAMi v2.10
 // does. cards and used are index-aligned; used is not modified. vendor is
 // the word written into each Grant. It returns one entry per container

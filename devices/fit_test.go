@@ -633,6 +633,43 @@ func TestRejectionReason(t *testing.T) {
 	}
 }
 
+// TestRejectionSummary: the summary names the reasons without card counts,
+// so the same cause reads the same on nodes of different sizes.
+func TestRejectionSummary(t *testing.T) {
+	tests := []struct {
+		name string
+		rej  Rejection
+		want string
+	}{
+		{name: "nothing known", rej: Rejection{Cards: 3}, want: "no card"},
+		{name: "more cards wanted than the node has", rej: Rejection{Cards: 2, Wanted: 3}, want: "fewer cards than wanted"},
+		{
+			name: "reasons in a fixed order, no counts",
+			rej:  Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 2, reasonShares: 6}},
+			want: "all shares in use, insufficient memory",
+		},
+		{
+			name: "free cards on one NUMA node",
+			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numReasons]int32{reasonCordoned: 1}},
+			want: "cordoned, not enough free cards on one NUMA node",
+		},
+		{name: "free cards", rej: Rejection{Cards: 4, Wanted: 3, Fitting: 2}, want: "not enough free cards"},
+		{name: "invalid pod", rej: Rejection{Container: -1, Unresolvable: true, invalid: "bad annotation"}, want: "bad annotation"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.rej.Summary(); got != tt.want {
+				t.Errorf("Summary() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	small := Rejection{Cards: 2, counts: [numReasons]int32{reasonMemory: 2}}
+	big := Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 5}}
+	if small.Summary() != big.Summary() {
+		t.Errorf("the same cause on nodes of 2 and 8 cards reads %q and %q", small.Summary(), big.Summary())
+	}
+}
+
 // TestFitPodWith: a GroupPicker sees every card that passed, in walk order
 // with its card index, only for containers asking more than one card; a
 // pick of the wrong size refuses; CoreTotal changes the checks, not the

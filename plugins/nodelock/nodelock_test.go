@@ -303,3 +303,54 @@ func TestLockTakesTurns(t *testing.T) {
 		t.Errorf("first Lock: %v", err)
 	}
 }
+
+// TestLockObserver: the Observer hears each Lock call once, with its error,
+// and a take-over only when the lock was written over another holder's.
+func TestLockObserver(t *testing.T) {
+	me := holderPod("me", "uid-me", now.Add(-time.Hour), "", "", time.Time{})
+	other := holderPod("other", "uid-other", now.Add(-time.Hour), "", "", time.Time{})
+	tests := []struct {
+		name         string
+		lock         string
+		existing     []runtime.Object
+		wantErr      error
+		wantTakeOver string
+	}{
+		{name: "free node: no take-over"},
+		{name: "expired", lock: lockAt(10*time.Minute, "default", "other"), existing: []runtime.Object{other}, wantTakeOver: TakeOverExpired},
+		{name: "future", lock: lockAt(-2*time.Minute, "default", "other"), existing: []runtime.Object{other}, wantTakeOver: TakeOverFuture},
+		{name: "malformed", lock: "yesterday-ish", wantTakeOver: TakeOverMalformed},
+		{name: "holder gone", lock: lockAt(time.Second, "default", "gone"), wantTakeOver: TakeOverHolderGone},
+		{name: "namesake holder", lock: lockAt(3*time.Minute, "default", "other"),
+			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Minute), "", "", time.Time{})}, wantTakeOver: TakeOverNotHolder},
+		{name: "renewed", lock: lockAt(4*time.Minute, "default", "me"), wantTakeOver: TakeOverRenewed},
+		{name: "busy: no take-over", lock: lockAt(time.Second, "default", "other"), existing: []runtime.Object{other}, wantErr: ErrBusy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(append(tt.existing, node(tt.lock))...)
+			l := New(client, 5*time.Minute, 0)
+			l.now = func() time.Time { return now }
+			var waits []error
+			var takeOvers []string
+			l.Observer = Observer{
+				Waited:   func(d time.Duration, err error) { waits = append(waits, err) },
+				TookOver: func(reason string) { takeOvers = append(takeOvers, reason) },
+			}
+			err := l.Lock(context.Background(), "n1", me)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Lock err = %v, want %v", err, tt.wantErr)
+			}
+			if len(waits) != 1 || !errors.Is(waits[0], tt.wantErr) {
+				t.Errorf("Waited calls %v, want one with %v", waits, tt.wantErr)
+			}
+			var want []string
+			if tt.wantTakeOver != "" {
+				want = []string{tt.wantTakeOver}
+			}
+			if strings.Join(takeOvers, ",") != strings.Join(want, ",") {
+				t.Errorf("TookOver calls %q, want %q", takeOvers, want)
+			}
+		})
+	}
+}
