@@ -391,6 +391,11 @@ func TestVendorsChartDefault(t *testing.T) {
 		ResourceMemoryName: "hygon.com/dcumem",
 		ResourceCoresName:  "hygon.com/dcucores",
 		MemoryFactor:       1,
+	}, {
+		Name:               "mthreads",
+		ResourceCountName:  "mthreads.com/vgpu",
+		ResourceMemoryName: "mthreads.com/sgpu-memory",
+		ResourceCoresName:  "mthreads.com/sgpu-core",
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -401,7 +406,7 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "cambricon", Enabled: true},
 		{Key: "hygon", Enabled: true, Served: true},
 		{Key: "metax", Enabled: true},
-		{Key: "mthreads", Enabled: true},
+		{Key: "mthreads", Enabled: true, Served: true},
 		{Key: "iluvatars[MR-V100]", Enabled: true},
 		{Key: "iluvatars[MR-V50]", Enabled: true},
 		{Key: "iluvatars[BI-V150]", Enabled: true},
@@ -431,11 +436,12 @@ func TestVendorsChartDefault(t *testing.T) {
 // hygon.
 func TestVendorsChartAscend(t *testing.T) {
 	enabled, sections := loadChartDefault(t).Vendors(Options{EnableAscend: true})
-	if len(enabled) != 2+7 || enabled[0].Name != "nvidia" || enabled[1].Name != "hygon" {
+	others, _ := loadChartDefault(t).Vendors(Options{})
+	if len(enabled) != len(others)+7 || enabled[0].Name != "nvidia" || enabled[1].Name != "hygon" {
 		t.Fatalf("Vendors() enabled %d vendors: %+v", len(enabled), enabled)
 	}
 	var got []vnpu.Config
-	for _, c := range enabled[2:] {
+	for _, c := range enabled[len(others):] {
 		chip, ok := c.Vendor.(vnpu.Config)
 		if c.Name != "ascend" || !ok || !cmp.Equal(c, devices.Config{Name: "ascend", Vendor: chip}) {
 			t.Errorf("ascend vendor %+v: want only Name and an ascend.Config payload", c)
@@ -454,7 +460,7 @@ func TestVendorsChartAscend(t *testing.T) {
 	c := loadChartDefault(t)
 	c.VNPUs.HAMiVNPUCore = true
 	enabled, _ = c.Vendors(Options{EnableAscend: true})
-	for _, v := range enabled[2:] {
+	for _, v := range enabled[len(others):] {
 		if !v.Vendor.(vnpu.Config).HamiVnpuCore {
 			t.Errorf("%+v: hamiVnpuCore not copied", v.Vendor)
 		}

@@ -52,6 +52,15 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 			sections = append(sections, Section{Key: key, Enabled: count != ""})
 		}
 	}
+	// serve adds a section this build implements: on when it names its
+	// count resource.
+	serve := func(key string, cfg devices.Config) {
+		on := cfg.ResourceCountName != ""
+		sections = append(sections, Section{Key: key, Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, cfg)
+		}
+	}
 	add("cambricon", c.Cambricon != nil, countOf(c.Cambricon, func(s *Cambricon) string { return s.ResourceCountName }))
 	if h := c.Hygon; h != nil {
 		on := h.ResourceCountName != ""
@@ -63,7 +72,9 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 	if s := c.MetaX; s != nil {
 		add("metax", true, s.ResourceCountName+s.ResourceVCountName)
 	}
-	add("mthreads", c.MThreads != nil, countOf(c.MThreads, func(s *MThreads) string { return s.ResourceCountName }))
+	if s := c.MThreads; s != nil {
+		serve("mthreads", devices.Config{Name: "mthreads", ResourceCountName: s.ResourceCountName, ResourceMemoryName: s.ResourceMemoryName, ResourceCoresName: s.ResourceCoreName})
+	}
 	for _, s := range c.Iluvatars {
 		add("iluvatars["+s.CommonWord+"]", true, s.ResourceCountName)
 	}
