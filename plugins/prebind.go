@@ -129,7 +129,11 @@ func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit,
 		}
 		encoded := devices.EncodeAssignment(a)
 		toAllocate, allocated := v.AssignmentAnnotations()
-		annotations[toAllocate] = encoded
+		// Some vendors' device plugins read no to-allocate key (HAMi
+		// writes none for Moore Threads, AWS Neuron, Enflame DRS).
+		if toAllocate != "" {
+			annotations[toAllocate] = encoded
+		}
 		annotations[allocated] = encoded
 	}
 	for vi, v := range p.registry.Vendors() {
