@@ -396,6 +396,10 @@ func TestVendorsChartDefault(t *testing.T) {
 		ResourceCountName:  "mthreads.com/vgpu",
 		ResourceMemoryName: "mthreads.com/sgpu-memory",
 		ResourceCoresName:  "mthreads.com/sgpu-core",
+	}, {
+		Name:              "awsneuron",
+		ResourceCountName: "aws.amazon.com/neuron",
+		ResourceCoresName: "aws.amazon.com/neuroncore",
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -413,7 +417,7 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "iluvatars[BI-V100]", Enabled: true},
 		{Key: "enflame", Enabled: true},
 		{Key: "kunlun", Enabled: true},
-		{Key: "awsneuron", Enabled: true},
+		{Key: "awsneuron", Enabled: true, Served: true},
 		{Key: "amd", Enabled: true},
 		{Key: "vastai", Enabled: true},
 		{Key: "biren", Enabled: true},

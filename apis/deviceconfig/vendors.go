@@ -85,7 +85,9 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 	if s := c.Kunlun; s != nil {
 		add("kunlun", true, s.ResourceCountName+s.ResourceVCountName)
 	}
-	add("awsneuron", c.AWSNeuron != nil, countOf(c.AWSNeuron, func(s *AWSNeuron) string { return s.ResourceCountName }))
+	if s := c.AWSNeuron; s != nil {
+		serve("awsneuron", devices.Config{Name: "awsneuron", ResourceCountName: s.ResourceCountName, ResourceCoresName: s.ResourceCoreName})
+	}
 	add("amd", c.AMD != nil, countOf(c.AMD, func(s *AMD) string { return s.ResourceCountName }))
 	add("vastai", c.Vastai != nil, countOf(c.Vastai, func(s *CountOnly) string { return s.ResourceCountName }))
 	add("biren", c.Biren != nil, countOf(c.Biren, func(s *CountOnly) string { return s.ResourceCountName }))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	"github.com/hami-scheduler/hami-scheduler/devices/awsneuron"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/mthreads"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
@@ -18,10 +19,11 @@ import (
 
 // constructors maps a vendor's config name to its constructor.
 var constructors = map[string]func(devices.Config) (devices.Vendor, error){
-	"nvidia":   func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
-	"hygon":    func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
-	"ascend":   newAscend,
-	"mthreads": func(c devices.Config) (devices.Vendor, error) { return mthreads.New(c) },
+	"nvidia":    func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
+	"hygon":     func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
+	"ascend":    newAscend,
+	"mthreads":  func(c devices.Config) (devices.Vendor, error) { return mthreads.New(c) },
+	"awsneuron": func(c devices.Config) (devices.Vendor, error) { return awsneuron.New(c) },
 }
 
 // newAscend builds one Ascend chip from the ascend.Config in c.Vendor (one
