@@ -400,6 +400,11 @@ func TestVendorsChartDefault(t *testing.T) {
 		Name:              "awsneuron",
 		ResourceCountName: "aws.amazon.com/neuron",
 		ResourceCoresName: "aws.amazon.com/neuroncore",
+	}, {
+		Name:               "amd",
+		ResourceCountName:  "amd.com/gpu",
+		ResourceMemoryName: "amd.com/gpumem",
+		ResourceCoresName:  "amd.com/gpucores",
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -418,7 +423,7 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "enflame", Enabled: true},
 		{Key: "kunlun", Enabled: true},
 		{Key: "awsneuron", Enabled: true, Served: true},
-		{Key: "amd", Enabled: true},
+		{Key: "amd", Enabled: true, Served: true},
 		{Key: "vastai", Enabled: true},
 		{Key: "biren", Enabled: true},
 		{Key: "vnpus.configs[Ascend910A]", Enabled: true, Switch: off},

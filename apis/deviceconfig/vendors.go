@@ -88,7 +88,9 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 	if s := c.AWSNeuron; s != nil {
 		serve("awsneuron", devices.Config{Name: "awsneuron", ResourceCountName: s.ResourceCountName, ResourceCoresName: s.ResourceCoreName})
 	}
-	add("amd", c.AMD != nil, countOf(c.AMD, func(s *AMD) string { return s.ResourceCountName }))
+	if s := c.AMD; s != nil {
+		serve("amd", devices.Config{Name: "amd", ResourceCountName: s.ResourceCountName, ResourceMemoryName: s.ResourceMemoryName, ResourceCoresName: s.ResourceCoreName})
+	}
 	add("vastai", c.Vastai != nil, countOf(c.Vastai, func(s *CountOnly) string { return s.ResourceCountName }))
 	add("biren", c.Biren != nil, countOf(c.Biren, func(s *CountOnly) string { return s.ResourceCountName }))
 	if c.VNPUs != nil {

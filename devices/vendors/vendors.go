@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/amd"
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	"github.com/hami-scheduler/hami-scheduler/devices/awsneuron"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
@@ -24,6 +25,7 @@ var constructors = map[string]func(devices.Config) (devices.Vendor, error){
 	"ascend":    newAscend,
 	"mthreads":  func(c devices.Config) (devices.Vendor, error) { return mthreads.New(c) },
 	"awsneuron": func(c devices.Config) (devices.Vendor, error) { return awsneuron.New(c) },
+	"amd":       func(c devices.Config) (devices.Vendor, error) { return amd.New(c) },
 }
 
 // newAscend builds one Ascend chip from the ascend.Config in c.Vendor (one
