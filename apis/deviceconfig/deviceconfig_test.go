@@ -397,6 +397,14 @@ func TestVendorsChartDefault(t *testing.T) {
 		ResourceMemoryName: "mthreads.com/sgpu-memory",
 		ResourceCoresName:  "mthreads.com/sgpu-core",
 	}, {
+		Name:              "enflame-gcu",
+		ResourceCountName: "enflame.com/gcu",
+	}, {
+		Name:               "enflame-drs",
+		ResourceCountName:  "enflame.com/drs-gcu",
+		ResourceMemoryName: "enflame.com/gcu-memory",
+		ResourceCoresName:  "enflame.com/gcu-core",
+	}, {
 		Name:              "awsneuron",
 		ResourceCountName: "aws.amazon.com/neuron",
 		ResourceCoresName: "aws.amazon.com/neuroncore",
@@ -420,7 +428,7 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "iluvatars[MR-V50]", Enabled: true},
 		{Key: "iluvatars[BI-V150]", Enabled: true},
 		{Key: "iluvatars[BI-V100]", Enabled: true},
-		{Key: "enflame", Enabled: true},
+		{Key: "enflame", Enabled: true, Served: true},
 		{Key: "kunlun", Enabled: true},
 		{Key: "awsneuron", Enabled: true, Served: true},
 		{Key: "amd", Enabled: true, Served: true},
@@ -595,7 +603,8 @@ biren: {}
 	}, {
 		name:         "an empty enflame section is on: HAMi's DRS backend has its own names",
 		data:         "enflame: {}\n",
-		wantSections: []Section{{Key: "enflame", Enabled: true}},
+		wantSections: []Section{{Key: "enflame", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "enflame-drs"}},
 	}, {
 		name: "iluvatars and vnpus entries are listed one by one",
 		data: `iluvatars:

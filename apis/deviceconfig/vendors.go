@@ -79,8 +79,18 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		add("iluvatars["+s.CommonWord+"]", true, s.ResourceCountName)
 	}
 	if s := c.Enflame; s != nil {
-		// HAMi's DRS backend falls back to its own names: always live.
-		add("enflame", true, "on")
+		// Whole GCUs when resourceNameGCU is set; HAMi's DRS backend falls
+		// back to its own names (resourceNameVGCU, then
+		// enflame.com/drs-gcu): always live.
+		sections = append(sections, Section{Key: "enflame", Enabled: true, Served: true})
+		if s.ResourceNameGCU != "" {
+			enabled = append(enabled, devices.Config{Name: "enflame-gcu", ResourceCountName: s.ResourceNameGCU})
+		}
+		drs := s.ResourceNameDRSGCU
+		if drs == "" {
+			drs = s.ResourceNameVGCU
+		}
+		enabled = append(enabled, devices.Config{Name: "enflame-drs", ResourceCountName: drs, ResourceMemoryName: s.ResourceNameGCUMemory, ResourceCoresName: s.ResourceNameGCUCore})
 	}
 	if s := c.Kunlun; s != nil {
 		add("kunlun", true, s.ResourceCountName+s.ResourceVCountName)
