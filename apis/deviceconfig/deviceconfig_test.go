@@ -413,6 +413,9 @@ func TestVendorsChartDefault(t *testing.T) {
 		ResourceCountName:  "amd.com/gpu",
 		ResourceMemoryName: "amd.com/gpumem",
 		ResourceCoresName:  "amd.com/gpucores",
+	}, {
+		Name:              "vastai",
+		ResourceCountName: "vastaitech.com/va",
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -432,7 +435,7 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "kunlun", Enabled: true},
 		{Key: "awsneuron", Enabled: true, Served: true},
 		{Key: "amd", Enabled: true, Served: true},
-		{Key: "vastai", Enabled: true},
+		{Key: "vastai", Enabled: true, Served: true},
 		{Key: "biren", Enabled: true},
 		{Key: "vnpus.configs[Ascend910A]", Enabled: true, Switch: off},
 		{Key: "vnpus.configs[Ascend910B2]", Enabled: true, Switch: off},

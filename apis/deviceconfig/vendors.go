@@ -101,7 +101,9 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 	if s := c.AMD; s != nil {
 		serve("amd", devices.Config{Name: "amd", ResourceCountName: s.ResourceCountName, ResourceMemoryName: s.ResourceMemoryName, ResourceCoresName: s.ResourceCoreName})
 	}
-	add("vastai", c.Vastai != nil, countOf(c.Vastai, func(s *CountOnly) string { return s.ResourceCountName }))
+	if s := c.Vastai; s != nil {
+		serve("vastai", devices.Config{Name: "vastai", ResourceCountName: s.ResourceCountName})
+	}
 	add("biren", c.Biren != nil, countOf(c.Biren, func(s *CountOnly) string { return s.ResourceCountName }))
 	if c.VNPUs != nil {
 		chips := c.VNPUs.chips()

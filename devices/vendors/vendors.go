@@ -17,6 +17,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/mthreads"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/devices/vastai"
 )
 
 // constructors maps a vendor's config name to its constructor.
@@ -29,6 +30,7 @@ var constructors = map[string]func(devices.Config) (devices.Vendor, error){
 	"amd":         func(c devices.Config) (devices.Vendor, error) { return amd.New(c) },
 	"enflame-gcu": func(c devices.Config) (devices.Vendor, error) { return enflame.NewGCU(c) },
 	"enflame-drs": func(c devices.Config) (devices.Vendor, error) { return enflame.NewDRS(c) },
+	"vastai":      func(c devices.Config) (devices.Vendor, error) { return vastai.New(c) },
 }
 
 // newAscend builds one Ascend chip from the ascend.Config in c.Vendor (one
