@@ -65,7 +65,7 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	for _, c := range got.Configs {
 		names = append(names, c.Name)
 	}
-	if diff := cmp.Diff([]string{"nvidia", "hygon", "mthreads", "enflame-gcu", "enflame-drs", "awsneuron", "amd", "vastai"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"nvidia", "hygon", "mthreads", "enflame-gcu", "enflame-drs", "awsneuron", "amd", "vastai", "biren"}, names); diff != "" {
 		t.Errorf("vendors from the chart (-want +got):\n%s", diff)
 	}
 	if got.Configs[0].Name != "nvidia" || got.Configs[0].ResourceCountName != "nvidia.com/gpu" ||
@@ -76,7 +76,7 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	wantUnsupported := []string{
 		"cambricon", "metax",
 		"iluvatars[MR-V100]", "iluvatars[MR-V50]", "iluvatars[BI-V150]", "iluvatars[BI-V100]",
-		"kunlun", "biren",
+		"kunlun",
 	}
 	if diff := cmp.Diff(wantUnsupported, got.Unsupported); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)

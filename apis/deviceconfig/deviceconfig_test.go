@@ -416,6 +416,9 @@ func TestVendorsChartDefault(t *testing.T) {
 	}, {
 		Name:              "vastai",
 		ResourceCountName: "vastaitech.com/va",
+	}, {
+		Name:              "biren",
+		ResourceCountName: "birentech.com/gpu",
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -436,7 +439,7 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "awsneuron", Enabled: true, Served: true},
 		{Key: "amd", Enabled: true, Served: true},
 		{Key: "vastai", Enabled: true, Served: true},
-		{Key: "biren", Enabled: true},
+		{Key: "biren", Enabled: true, Served: true},
 		{Key: "vnpus.configs[Ascend910A]", Enabled: true, Switch: off},
 		{Key: "vnpus.configs[Ascend910B2]", Enabled: true, Switch: off},
 		{Key: "vnpus.configs[Ascend910B3]", Enabled: true, Switch: off},
@@ -547,7 +550,8 @@ func TestVendorsEnableRule(t *testing.T) {
 	}{{
 		name:         "absent sections are not listed",
 		data:         "biren:\n  resourceCountName: birentech.com/gpu\n",
-		wantSections: []Section{{Key: "biren", Enabled: true}},
+		wantSections: []Section{{Key: "biren", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "biren", ResourceCountName: "birentech.com/gpu"}},
 	}, {
 		name:         "hygon with its count resource alone is on, other names default in the vendor",
 		data:         "hygon:\n  resourceCountName: example.com/dcu\n",

@@ -104,7 +104,9 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 	if s := c.Vastai; s != nil {
 		serve("vastai", devices.Config{Name: "vastai", ResourceCountName: s.ResourceCountName})
 	}
-	add("biren", c.Biren != nil, countOf(c.Biren, func(s *CountOnly) string { return s.ResourceCountName }))
+	if s := c.Biren; s != nil {
+		serve("biren", devices.Config{Name: "biren", ResourceCountName: s.ResourceCountName})
+	}
 	if c.VNPUs != nil {
 		chips := c.VNPUs.chips()
 		for i, s := range c.VNPUs.Configs {

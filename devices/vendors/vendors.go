@@ -13,6 +13,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/amd"
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	"github.com/hami-scheduler/hami-scheduler/devices/awsneuron"
+	"github.com/hami-scheduler/hami-scheduler/devices/biren"
 	"github.com/hami-scheduler/hami-scheduler/devices/enflame"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/mthreads"
@@ -31,6 +32,7 @@ var constructors = map[string]func(devices.Config) (devices.Vendor, error){
 	"enflame-gcu": func(c devices.Config) (devices.Vendor, error) { return enflame.NewGCU(c) },
 	"enflame-drs": func(c devices.Config) (devices.Vendor, error) { return enflame.NewDRS(c) },
 	"vastai":      func(c devices.Config) (devices.Vendor, error) { return vastai.New(c) },
+	"biren":       func(c devices.Config) (devices.Vendor, error) { return biren.New(c) },
 }
 
 // newAscend builds one Ascend chip from the ascend.Config in c.Vendor (one
