@@ -44,3 +44,12 @@ type NodeScorer interface {
 	// given to Fit); higher is better, 0 means no opinion.
 	ScoreAssignment(cards []Card, a Assignment) float64
 }
+
+// NodeLocker is a vendor that says which node lock HAMi takes for it:
+// NodeLock returns NodeLock (hami.io/mutex.lock) for the shared lock and ""
+// when HAMi takes none for the vendor (Moore Threads, AWS Neuron, Enflame),
+// whose device plugins never release one. A vendor without it takes the
+// shared lock.
+type NodeLocker interface {
+	NodeLock() string
+}

@@ -79,7 +79,9 @@ func (v *Vendor) AssignmentAnnotations() (string, string) {
 	return ToAllocateAnnotation, AllocatedAnnotation
 }
 
-// NodeLock reports the node lock key HAMi takes for this vendor.
+var _ devices.NodeLocker = &Vendor{}
+
+// NodeLock implements devices.NodeLocker: the node lock key HAMi takes for this vendor.
 func (v *Vendor) NodeLock() string { return devices.NodeLock }
 
 // Inventory implements devices.Vendor: the JSON register annotation, cards

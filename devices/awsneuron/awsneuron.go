@@ -114,7 +114,9 @@ func (v *Vendor) Resources() devices.ResourceNames { return v.names }
 // AssignmentAnnotations implements devices.Vendor: no to-allocate key.
 func (v *Vendor) AssignmentAnnotations() (string, string) { return "", AllocatedAnnotation }
 
-// NodeLock reports the node lock key HAMi takes for this vendor: none.
+var _ devices.NodeLocker = &Vendor{}
+
+// NodeLock implements devices.NodeLocker: the node lock key HAMi takes for this vendor: none.
 func (v *Vendor) NodeLock() string { return "" }
 
 // CardID is the id HAMi gives the i-th device of a node.

@@ -73,7 +73,9 @@ func (v *Vendor) AssignmentAnnotations() (string, string) {
 // HandshakeAnnotation implements devices.Handshaker.
 func (v *Vendor) HandshakeAnnotation() string { return HandshakeAnnotation }
 
-// NodeLock reports the node lock key HAMi takes for this vendor.
+var _ devices.NodeLocker = &Vendor{}
+
+// NodeLock implements devices.NodeLocker: the node lock key HAMi takes for this vendor.
 func (v *Vendor) NodeLock() string { return devices.NodeLock }
 
 // Inventory implements devices.Vendor: the JSON register annotation (the

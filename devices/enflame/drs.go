@@ -110,7 +110,9 @@ func (v *DRS) Resources() devices.ResourceNames { return v.names }
 // AssignmentAnnotations implements devices.Vendor: no to-allocate key.
 func (v *DRS) AssignmentAnnotations() (string, string) { return "", DRSAllocatedAnnotation }
 
-// NodeLock reports the node lock key HAMi takes for this vendor: none.
+var _ devices.NodeLocker = &DRS{}
+
+// NodeLock implements devices.NodeLocker: HAMi takes no lock for DRS.
 func (v *DRS) NodeLock() string { return "" }
 
 // DRSCardID is the id HAMi gives the GCU of a node with a device index.

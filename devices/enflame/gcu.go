@@ -65,7 +65,9 @@ func (v *GCU) AssignmentAnnotations() (string, string) {
 	return GCUToAllocateAnnotation, GCUAllocatedAnnotation
 }
 
-// NodeLock reports the node lock key HAMi takes for this vendor: none.
+var _ devices.NodeLocker = &GCU{}
+
+// NodeLock implements devices.NodeLocker: HAMi takes no lock for GCUs.
 func (v *GCU) NodeLock() string { return "" }
 
 // GCUCardID is the id HAMi gives the i-th GCU of a node.

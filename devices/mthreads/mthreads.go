@@ -114,7 +114,9 @@ func (v *Vendor) AssignmentAnnotations() (string, string) { return "", Allocated
 // units of 512 MiB, in requests and in quotas.
 func (v *Vendor) MemoryFactor() int32 { return MemoryUnitMiB }
 
-// NodeLock reports the node lock key HAMi takes for this vendor: none.
+var _ devices.NodeLocker = &Vendor{}
+
+// NodeLock implements devices.NodeLocker: the node lock key HAMi takes for this vendor: none.
 func (v *Vendor) NodeLock() string { return "" }
 
 // CardID is the id HAMi gives the i-th card synthesised on a node.
