@@ -732,3 +732,58 @@ func TestFitPodWith(t *testing.T) {
 		t.Errorf("CoreTotal 100: %s", rej.Reason())
 	}
 }
+
+// TestFitPodWithCheck: a vendor's Check replaces the shared per-card rules,
+// makes the grant, sees the earlier containers of the phase, and its
+// refusals show in the rejection.
+func TestFitPodWithCheck(t *testing.T) {
+	cards := []Card{
+		{UUID: "a", Split: 1, MemoryMiB: 100, Cores: 100, Model: "X", Healthy: true},
+		{UUID: "b", Split: 1, MemoryMiB: 100, Cores: 100, Model: "X", Healthy: true},
+	}
+	used := make([]Usage, 2)
+	var seen []int
+	check := func(ci int, c *Card, u Usage, r Request, placed Assignment) (Grant, Refusal, bool) {
+		seen = append(seen, len(placed))
+		for _, ctr := range placed {
+			for _, g := range ctr {
+				if g.UUID != c.UUID {
+					return Grant{}, RefuseVendor, false
+				}
+			}
+		}
+		return Grant{UUID: c.UUID, Vendor: c.Model + "-typed", MemoryMiB: 7, Cores: 1}, 0, true
+	}
+	one := Request{Count: 1}
+	// Split 1 would refuse the second container on the shared rules; the
+	// check lets it share card b (the last card walked).
+	req := PodRequest{Containers: []Request{one, one}}
+	a, rej := FitPodWith("V", cards, used, &req, FitOptions{Check: check})
+	if rej != nil {
+		t.Fatalf("rejected: %s", rej.Reason())
+	}
+	want := Assignment{{{UUID: "b", Vendor: "X-typed", MemoryMiB: 7, Cores: 1}}, {{UUID: "b", Vendor: "X-typed", MemoryMiB: 7, Cores: 1}}}
+	if EncodeAssignment(a) != EncodeAssignment(want) {
+		t.Fatalf("got %s, want %s", EncodeAssignment(a), EncodeAssignment(want))
+	}
+	if seen[0] != 0 || seen[len(seen)-1] != 1 {
+		t.Fatalf("placed lengths seen %v, want 0 then 1", seen)
+	}
+	two := PodRequest{Containers: []Request{one, {Count: 2}}}
+	_, rej = FitPodWith("V", cards, used, &two, FitOptions{Check: check})
+	if rej == nil || !containsReason(rej.Reason(), "vendor rule") {
+		t.Fatalf("want a vendor-rule rejection, got %+v", rej)
+	}
+	if r, ok := StandardRefusal(&cards[0], Usage{Sharers: 1}, &one, &Preferences{}); !ok || r != RefuseShares {
+		t.Fatalf("StandardRefusal = %v, %v; want shares", r, ok)
+	}
+}
+
+func containsReason(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
+}

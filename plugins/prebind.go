@@ -57,7 +57,7 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	// One lock for the pod, however many vendors it asks (HAMi's vendors
 	// share hami.io/mutex.lock), and only when a regular container asks:
 	// HAMi's LockNode looks at spec.containers alone.
-	lock := regularAsks(s.requests)
+	lock := regularAsks(p.registry.Vendors(), s.requests)
 	if lock {
 		if err := p.locker.Lock(ctx, nodeName, pod); err != nil {
 			preBindFailed(lockFailure(err))
@@ -87,9 +87,16 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 }
 
 // regularAsks reports whether a regular (not init) container of the pod
-// asks for a device of any vendor.
-func regularAsks(requests []devices.PodRequest) bool {
+// asks for a device of a vendor that takes the node lock: every vendor but
+// those whose devices.NodeLocker names none. requests are index-aligned
+// with vendors.
+func regularAsks(vendors []devices.Vendor, requests []devices.PodRequest) bool {
 	for i := range requests {
+		if i < len(vendors) {
+			if nl, ok := vendors[i].(devices.NodeLocker); ok && nl.NodeLock() == "" {
+				continue
+			}
+		}
 		r := &requests[i]
 		for _, c := range r.Containers[min(max(r.Inits, 0), len(r.Containers)):] {
 			if !c.IsZero() {
@@ -142,7 +149,11 @@ func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit,
 		}
 		encoded := devices.EncodeAssignment(a)
 		toAllocate, allocated := v.AssignmentAnnotations()
-		annotations[toAllocate] = encoded
+		// Some vendors' device plugins read no to-allocate key (HAMi
+		// writes none for Moore Threads, AWS Neuron, Enflame DRS).
+		if toAllocate != "" {
+			annotations[toAllocate] = encoded
+		}
 		annotations[allocated] = encoded
 	}
 	for vi, v := range p.registry.Vendors() {
