@@ -67,7 +67,7 @@ func FromDeviceConfigFile(path string, opts deviceconfig.Options) (*VendorSettin
 		}
 	}
 	if len(s.Configs) == 0 {
-		return nil, fmt.Errorf("device config %s enables no vendor this build supports (nvidia needs nvidia.resourceCountName, hygon hygon.resourceCountName, Ascend vnpus.configs[].resourceName and %s); configured: %s",
+		return nil, fmt.Errorf("device config %s enables no vendor this build supports (a section needs its count resource name, e.g. nvidia.resourceCountName; Ascend vnpus.configs[].resourceName and %s); configured: %s",
 			path, deviceconfig.AscendSwitch, orNone(append(s.SwitchedOff, s.Unsupported...)))
 	}
 	return s, nil

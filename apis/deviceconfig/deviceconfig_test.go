@@ -386,6 +386,11 @@ func TestVendorsChartDefault(t *testing.T) {
 		},
 		NodeDefaults: devices.NodeDefaults{SplitCount: 10, MemoryScaling: 1, CoreScaling: 1},
 	}, {
+		Name:               "cambricon",
+		ResourceCountName:  "cambricon.com/vmlu",
+		ResourceMemoryName: "cambricon.com/mlu.smlu.vmemory",
+		ResourceCoresName:  "cambricon.com/mlu.smlu.vcore",
+	}, {
 		Name:               "hygon",
 		ResourceCountName:  "hygon.com/dcunum",
 		ResourceMemoryName: "hygon.com/dcumem",
@@ -398,7 +403,7 @@ func TestVendorsChartDefault(t *testing.T) {
 	off := AscendSwitch
 	wantSections := []Section{
 		{Key: "nvidia", Enabled: true, Served: true},
-		{Key: "cambricon", Enabled: true},
+		{Key: "cambricon", Enabled: true, Served: true},
 		{Key: "hygon", Enabled: true, Served: true},
 		{Key: "metax", Enabled: true},
 		{Key: "mthreads", Enabled: true},
@@ -427,15 +432,16 @@ func TestVendorsChartDefault(t *testing.T) {
 
 // TestVendorsChartAscend: with enableAscend each of the chart's vnpus
 // chips becomes one "ascend" vendor whose payload is exactly the Ascend
-// vendor's own chart defaults (ascend.DefaultConfigs), after nvidia and
-// hygon.
+// vendor's own chart defaults (ascend.DefaultConfigs), after the other
+// vendors.
 func TestVendorsChartAscend(t *testing.T) {
 	enabled, sections := loadChartDefault(t).Vendors(Options{EnableAscend: true})
-	if len(enabled) != 2+7 || enabled[0].Name != "nvidia" || enabled[1].Name != "hygon" {
+	others, _ := loadChartDefault(t).Vendors(Options{})
+	if len(enabled) != len(others)+7 || !cmp.Equal(enabled[:len(others)], others) {
 		t.Fatalf("Vendors() enabled %d vendors: %+v", len(enabled), enabled)
 	}
 	var got []vnpu.Config
-	for _, c := range enabled[2:] {
+	for _, c := range enabled[len(others):] {
 		chip, ok := c.Vendor.(vnpu.Config)
 		if c.Name != "ascend" || !ok || !cmp.Equal(c, devices.Config{Name: "ascend", Vendor: chip}) {
 			t.Errorf("ascend vendor %+v: want only Name and an ascend.Config payload", c)
@@ -454,7 +460,7 @@ func TestVendorsChartAscend(t *testing.T) {
 	c := loadChartDefault(t)
 	c.VNPUs.HAMiVNPUCore = true
 	enabled, _ = c.Vendors(Options{EnableAscend: true})
-	for _, v := range enabled[2:] {
+	for _, v := range enabled[len(others):] {
 		if !v.Vendor.(vnpu.Config).HamiVnpuCore {
 			t.Errorf("%+v: hamiVnpuCore not copied", v.Vendor)
 		}
@@ -527,6 +533,12 @@ func TestVendorsEnableRule(t *testing.T) {
 		data:         "hygon:\n  resourceCountName: example.com/dcu\n",
 		wantSections: []Section{{Key: "hygon", Enabled: true, Served: true}},
 		wantEnabled:  []devices.Config{{Name: "hygon", ResourceCountName: "example.com/dcu"}},
+	}, {
+		name:         "cambricon with all its names",
+		data:         "cambricon:\n  resourceCountName: cambricon.com/vmlu\n  resourceMemoryName: cambricon.com/mlu370.smlu.vmemory\n  resourceCoreName: cambricon.com/mlu.smlu.vcore\n",
+		wantSections: []Section{{Key: "cambricon", Enabled: true, Served: true}},
+		wantEnabled: []devices.Config{{Name: "cambricon", ResourceCountName: "cambricon.com/vmlu",
+			ResourceMemoryName: "cambricon.com/mlu370.smlu.vmemory", ResourceCoresName: "cambricon.com/mlu.smlu.vcore"}},
 	}, {
 		name:         "nvidia without a count resource is off",
 		data:         "nvidia:\n  resourceMemoryName: nvidia.com/gpumem\n",

@@ -52,7 +52,13 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 			sections = append(sections, Section{Key: key, Enabled: count != ""})
 		}
 	}
-	add("cambricon", c.Cambricon != nil, countOf(c.Cambricon, func(s *Cambricon) string { return s.ResourceCountName }))
+	if s := c.Cambricon; s != nil {
+		on := s.ResourceCountName != ""
+		sections = append(sections, Section{Key: "cambricon", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, s.vendorConfig())
+		}
+	}
 	if h := c.Hygon; h != nil {
 		on := h.ResourceCountName != ""
 		sections = append(sections, Section{Key: "hygon", Enabled: on, Served: on})
@@ -144,6 +150,18 @@ func (h *Hygon) vendorConfig() devices.Config {
 		ResourceMemoryName: h.ResourceMemoryName,
 		ResourceCoresName:  h.ResourceCoreName,
 		MemoryFactor:       h.MemoryFactor,
+	}
+}
+
+// vendorConfig maps the cambricon section onto the Cambricon vendor's
+// settings. Empty memory and core names take the vendor's defaults
+// (cambricon.com/mlu.smlu.vmemory, cambricon.com/mlu.smlu.vcore).
+func (s *Cambricon) vendorConfig() devices.Config {
+	return devices.Config{
+		Name:               "cambricon",
+		ResourceCountName:  s.ResourceCountName,
+		ResourceMemoryName: s.ResourceMemoryName,
+		ResourceCoresName:  s.ResourceCoreName,
 	}
 }
 

@@ -11,15 +11,17 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	"github.com/hami-scheduler/hami-scheduler/devices/cambricon"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
 // constructors maps a vendor's config name to its constructor.
 var constructors = map[string]func(devices.Config) (devices.Vendor, error){
-	"nvidia": func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
-	"hygon":  func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
-	"ascend": newAscend,
+	"nvidia":    func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
+	"hygon":     func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
+	"ascend":    newAscend,
+	"cambricon": func(c devices.Config) (devices.Vendor, error) { return cambricon.New(c) },
 }
 
 // newAscend builds one Ascend chip from the ascend.Config in c.Vendor (one
