@@ -396,6 +396,9 @@ func TestVendorsChartDefault(t *testing.T) {
 		ResourceMemoryName: "hygon.com/dcumem",
 		ResourceCoresName:  "hygon.com/dcucores",
 		MemoryFactor:       1,
+	}, {
+		Name:              "metax",
+		ResourceCountName: "metax-tech.com/gpu",
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -405,7 +408,8 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "nvidia", Enabled: true, Served: true},
 		{Key: "cambricon", Enabled: true, Served: true},
 		{Key: "hygon", Enabled: true, Served: true},
-		{Key: "metax", Enabled: true},
+		{Key: "metax", Enabled: true, Served: true},
+		{Key: "metax.sgpu", Enabled: true},
 		{Key: "mthreads", Enabled: true},
 		{Key: "iluvatars[MR-V100]", Enabled: true},
 		{Key: "iluvatars[MR-V50]", Enabled: true},
@@ -574,13 +578,18 @@ biren: {}
 			{Key: "awsneuron", Enabled: false}, {Key: "amd", Enabled: false}, {Key: "vastai", Enabled: false}, {Key: "biren", Enabled: false},
 		},
 	}, {
-		name:         "metax is on with its GPU or its sGPU count, off with neither",
+		name:         "metax sGPU is on with its own count",
 		data:         "metax:\n  resourceVCountName: metax-tech.com/sgpu\n",
-		wantSections: []Section{{Key: "metax", Enabled: true}},
+		wantSections: []Section{{Key: "metax", Enabled: false}, {Key: "metax.sgpu", Enabled: true}},
+	}, {
+		name:         "metax GPU is on with its count",
+		data:         "metax:\n  resourceCountName: example.com/gpu\n",
+		wantSections: []Section{{Key: "metax", Enabled: true, Served: true}, {Key: "metax.sgpu", Enabled: false}},
+		wantEnabled:  []devices.Config{{Name: "metax", ResourceCountName: "example.com/gpu"}},
 	}, {
 		name:         "metax with neither count is off",
 		data:         "metax:\n  resourceVMemoryName: metax-tech.com/vmemory\n",
-		wantSections: []Section{{Key: "metax", Enabled: false}},
+		wantSections: []Section{{Key: "metax", Enabled: false}, {Key: "metax.sgpu", Enabled: false}},
 	}, {
 		name:         "kunlun is on with its vXPU count alone",
 		data:         "kunlun:\n  resourceVCountName: kunlunxin.com/vxpu\n",

@@ -67,7 +67,14 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		}
 	}
 	if s := c.MetaX; s != nil {
-		add("metax", true, s.ResourceCountName+s.ResourceVCountName)
+		// Two vendors: whole GPUs (resourceCountName) and sGPU shares
+		// (resourceVCountName), each on when its count is named.
+		on := s.ResourceCountName != ""
+		sections = append(sections, Section{Key: "metax", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, devices.Config{Name: "metax", ResourceCountName: s.ResourceCountName})
+		}
+		add("metax.sgpu", true, s.ResourceVCountName)
 	}
 	add("mthreads", c.MThreads != nil, countOf(c.MThreads, func(s *MThreads) string { return s.ResourceCountName }))
 	for _, s := range c.Iluvatars {

@@ -13,6 +13,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	"github.com/hami-scheduler/hami-scheduler/devices/cambricon"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
+	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
@@ -20,6 +21,7 @@ import (
 var constructors = map[string]func(devices.Config) (devices.Vendor, error){
 	"nvidia":    func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
 	"hygon":     func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
+	"metax":     func(c devices.Config) (devices.Vendor, error) { return metax.NewGPU(c) },
 	"ascend":    newAscend,
 	"cambricon": func(c devices.Config) (devices.Vendor, error) { return cambricon.New(c) },
 }
