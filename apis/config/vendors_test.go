@@ -65,14 +65,14 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	for _, c := range got.Configs {
 		names = append(names, c.Name+" "+c.ResourceCountName)
 	}
-	if diff := cmp.Diff([]string{"nvidia nvidia.com/gpu", "cambricon cambricon.com/vmlu", "hygon hygon.com/dcunum", "metax metax-tech.com/gpu"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"nvidia nvidia.com/gpu", "cambricon cambricon.com/vmlu", "hygon hygon.com/dcunum", "metax metax-tech.com/gpu", "metax-sgpu "}, names); diff != "" {
 		t.Errorf("Configs (-want +got):\n%s", diff)
 	}
 	if got.Configs[0].NodeDefaults.SplitCount != 10 || got.Configs[0].CorePolicy != "default" {
 		t.Errorf("Configs[0] = %+v, want the chart's nvidia settings", got.Configs[0])
 	}
 	wantUnsupported := []string{
-		"metax.sgpu", "mthreads",
+		"mthreads",
 		"iluvatars[MR-V100]", "iluvatars[MR-V50]", "iluvatars[BI-V150]", "iluvatars[BI-V100]",
 		"enflame", "kunlun", "awsneuron", "amd", "vastai", "biren",
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 )
 
 // chartDefault is HAMi v2.10.0's chart-rendered device-config.yaml.
@@ -399,6 +400,13 @@ func TestVendorsChartDefault(t *testing.T) {
 	}, {
 		Name:              "metax",
 		ResourceCountName: "metax-tech.com/gpu",
+	}, {
+		Name: "metax-sgpu",
+		Vendor: metax.SGPUConfig{
+			ResourceVCountName:  "metax-tech.com/sgpu",
+			ResourceVMemoryName: "metax-tech.com/vmemory",
+			ResourceVCoreName:   "metax-tech.com/vcore",
+		},
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -409,7 +417,7 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "cambricon", Enabled: true, Served: true},
 		{Key: "hygon", Enabled: true, Served: true},
 		{Key: "metax", Enabled: true, Served: true},
-		{Key: "metax.sgpu", Enabled: true},
+		{Key: "metax.sgpu", Enabled: true, Served: true},
 		{Key: "mthreads", Enabled: true},
 		{Key: "iluvatars[MR-V100]", Enabled: true},
 		{Key: "iluvatars[MR-V50]", Enabled: true},
@@ -580,7 +588,8 @@ biren: {}
 	}, {
 		name:         "metax sGPU is on with its own count",
 		data:         "metax:\n  resourceVCountName: metax-tech.com/sgpu\n",
-		wantSections: []Section{{Key: "metax", Enabled: false}, {Key: "metax.sgpu", Enabled: true}},
+		wantSections: []Section{{Key: "metax", Enabled: false}, {Key: "metax.sgpu", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "metax-sgpu", Vendor: metax.SGPUConfig{ResourceVCountName: "metax-tech.com/sgpu"}}},
 	}, {
 		name:         "metax GPU is on with its count",
 		data:         "metax:\n  resourceCountName: example.com/gpu\n",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 )
 
 // Section is one vendor section of the file, as enabled or not.
@@ -74,7 +75,16 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		if on {
 			enabled = append(enabled, devices.Config{Name: "metax", ResourceCountName: s.ResourceCountName})
 		}
-		add("metax.sgpu", true, s.ResourceVCountName)
+		on = s.ResourceVCountName != ""
+		sections = append(sections, Section{Key: "metax.sgpu", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, devices.Config{Name: "metax-sgpu", Vendor: metax.SGPUConfig{
+				ResourceVCountName:  s.ResourceVCountName,
+				ResourceVMemoryName: s.ResourceVMemoryName,
+				ResourceVCoreName:   s.ResourceVCoreName,
+				TopologyAware:       s.SGPUTopologyAware,
+			}})
+		}
 	}
 	add("mthreads", c.MThreads != nil, countOf(c.MThreads, func(s *MThreads) string { return s.ResourceCountName }))
 	for _, s := range c.Iluvatars {

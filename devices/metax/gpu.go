@@ -120,7 +120,7 @@ func capacity(node *corev1.Node, name corev1.ResourceName) (int64, bool, error) 
 	}
 	n, exact := q.AsInt64()
 	if !exact || n < 0 {
-		return 0, false, fmt.Errorf("capacity %s %s is not a whole non-negative number", name, q.String())
+		return 0, false, fmt.Errorf("capacity %s is not a whole non-negative number", name)
 	}
 	return n, true, nil
 }

@@ -1,7 +1,9 @@
 package metax
 
 import (
+	"fmt"
 	"reflect"
+	"regexp"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -277,10 +279,10 @@ func FuzzInventory(f *testing.F) {
 	g := mustGPU(f)
 	f.Fuzz(func(t *testing.T, name, count, sgpus string) {
 		n := capNode(name, corev1.ResourceList{})
-		if q, err := resource.ParseQuantity(count); err == nil {
+		if q, err := parseSmall(count); err == nil {
 			n.Status.Capacity["metax-tech.com/gpu"] = q
 		}
-		n.Annotations = map[string]string{"metax-tech.com/node-gpu-devices": sgpus}
+		n.Annotations = map[string]string{SGPURegisterAnnotation: sgpus}
 		cards, err := g.Inventory(n)
 		if err != nil && cards != nil {
 			t.Fatalf("cards with error %v", err)
@@ -290,6 +292,7 @@ func FuzzInventory(f *testing.F) {
 				t.Fatalf("card %+v", c)
 			}
 		}
+		fuzzSGPU(t, n)
 	})
 }
 
@@ -324,4 +327,15 @@ func BenchmarkFit(b *testing.B) {
 			}
 		})
 	}
+}
+
+// smallQuantity is a quantity without exponent: the fuzz input cannot make
+// resource.ParseQuantity compute for ever (1e1000010010000 does).
+var smallQuantity = regexp.MustCompile(`^[+-]?[0-9]{1,12}(\.[0-9]{1,6})?([a-zA-Z]{1,2})?$`)
+
+func parseSmall(s string) (resource.Quantity, error) {
+	if !smallQuantity.MatchString(s) {
+		return resource.Quantity{}, fmt.Errorf("not a small quantity: %q", s)
+	}
+	return resource.ParseQuantity(s)
 }
