@@ -40,7 +40,7 @@ func (a *HAMiArgs) ResolveVendors() (*VendorSettings, error) {
 		}
 		return s, nil
 	}
-	return FromDeviceConfigFile(a.DeviceConfigFile, deviceconfig.Options{EnableAscend: a.EnableAscend})
+	return FromDeviceConfigFile(a.DeviceConfigFile, deviceconfig.Options{EnableAscend: a.EnableAscend, EnableIluvatar: a.EnableIluvatar})
 }
 
 // FromDeviceConfigFile reads and validates HAMi's device-config.yaml and

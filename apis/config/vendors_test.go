@@ -73,13 +73,14 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	}
 	wantUnsupported := []string{
 		"mthreads",
-		"iluvatars[MR-V100]", "iluvatars[MR-V50]", "iluvatars[BI-V150]", "iluvatars[BI-V100]",
 		"enflame", "kunlun", "awsneuron", "amd", "vastai", "biren",
 	}
 	if diff := cmp.Diff(wantUnsupported, got.Unsupported); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)
 	}
 	wantOff := []string{
+		"iluvatars[MR-V100] (needs enableIluvatar)", "iluvatars[MR-V50] (needs enableIluvatar)",
+		"iluvatars[BI-V150] (needs enableIluvatar)", "iluvatars[BI-V100] (needs enableIluvatar)",
 		"vnpus.configs[Ascend910A] (needs enableAscend)", "vnpus.configs[Ascend910B2] (needs enableAscend)",
 		"vnpus.configs[Ascend910B3] (needs enableAscend)", "vnpus.configs[Ascend910B4-1] (needs enableAscend)",
 		"vnpus.configs[Ascend910B4] (needs enableAscend)", "vnpus.configs[Ascend310P] (needs enableAscend)",
@@ -92,14 +93,15 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 		t.Errorf("Ignored = %q, want none", got.Ignored)
 	}
 
-	// enableAscend: the seven chips follow the other vendors.
-	args.EnableAscend = true
+	// enableIluvatar and enableAscend: the four Iluvatar chips, then the
+	// seven Ascend chips, follow the other vendors.
+	args.EnableAscend, args.EnableIluvatar = true, true
 	got, err = args.ResolveVendors()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(names); len(got.Configs) != n+7 || got.Configs[n].Name != "ascend" || len(got.SwitchedOff) != 0 {
-		t.Errorf("with enableAscend: %d configs, switched off %q", len(got.Configs), got.SwitchedOff)
+	if n := len(names); len(got.Configs) != n+4+7 || got.Configs[n].Name != "iluvatar" || got.Configs[n+4].Name != "ascend" || len(got.SwitchedOff) != 0 {
+		t.Errorf("with enableAscend and enableIluvatar: %d configs, switched off %q", len(got.Configs), got.SwitchedOff)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	ilu "github.com/hami-scheduler/hami-scheduler/devices/iluvatar"
 	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 )
 
@@ -419,10 +420,10 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "metax", Enabled: true, Served: true},
 		{Key: "metax.sgpu", Enabled: true, Served: true},
 		{Key: "mthreads", Enabled: true},
-		{Key: "iluvatars[MR-V100]", Enabled: true},
-		{Key: "iluvatars[MR-V50]", Enabled: true},
-		{Key: "iluvatars[BI-V150]", Enabled: true},
-		{Key: "iluvatars[BI-V100]", Enabled: true},
+		{Key: "iluvatars[MR-V100]", Enabled: true, Switch: IluvatarSwitch},
+		{Key: "iluvatars[MR-V50]", Enabled: true, Switch: IluvatarSwitch},
+		{Key: "iluvatars[BI-V150]", Enabled: true, Switch: IluvatarSwitch},
+		{Key: "iluvatars[BI-V100]", Enabled: true, Switch: IluvatarSwitch},
 		{Key: "enflame", Enabled: true},
 		{Key: "kunlun", Enabled: true},
 		{Key: "awsneuron", Enabled: true},
@@ -552,6 +553,17 @@ func TestVendorsEnableRule(t *testing.T) {
 		wantEnabled: []devices.Config{{Name: "cambricon", ResourceCountName: "cambricon.com/vmlu",
 			ResourceMemoryName: "cambricon.com/mlu370.smlu.vmemory", ResourceCoresName: "cambricon.com/mlu.smlu.vcore"}},
 	}, {
+		name:         "iluvatars entries need enableIluvatar",
+		data:         "iluvatars:\n- {chipName: BI-V150, commonWord: BI-V150, resourceCountName: iluvatar.ai/BI-V150-vgpu}\n- {commonWord: MR-V50}\n",
+		wantSections: []Section{{Key: "iluvatars[BI-V150]", Enabled: true, Switch: IluvatarSwitch}, {Key: "iluvatars[MR-V50]"}},
+	}, {
+		name:         "iluvatars entries with enableIluvatar: one vendor per entry that names its count",
+		data:         "iluvatars:\n- {chipName: BI-V150, commonWord: BI-V150, resourceCountName: iluvatar.ai/BI-V150-vgpu, resourceMemoryName: iluvatar.ai/BI-V150.vMem, resourceCoreName: iluvatar.ai/BI-V150.vCore}\n- {commonWord: MR-V50}\n",
+		opts:         Options{EnableIluvatar: true},
+		wantSections: []Section{{Key: "iluvatars[BI-V150]", Enabled: true, Served: true}, {Key: "iluvatars[MR-V50]"}},
+		wantEnabled: []devices.Config{{Name: "iluvatar", Vendor: ilu.Config{CommonWord: "BI-V150", ChipName: "BI-V150",
+			ResourceCountName: "iluvatar.ai/BI-V150-vgpu", ResourceMemoryName: "iluvatar.ai/BI-V150.vMem", ResourceCoreName: "iluvatar.ai/BI-V150.vCore"}}},
+	}, {
 		name:         "nvidia without a count resource is off",
 		data:         "nvidia:\n  resourceMemoryName: nvidia.com/gpumem\n",
 		wantSections: []Section{{Key: "nvidia", Enabled: false}},
@@ -625,7 +637,7 @@ vnpus:
     resourceMemoryName: huawei.com/Ascend310P-memory
 `,
 		wantSections: []Section{
-			{Key: "iluvatars[MR-V100]", Enabled: true}, {Key: "iluvatars[BI-V150]", Enabled: false},
+			{Key: "iluvatars[MR-V100]", Enabled: true, Switch: IluvatarSwitch}, {Key: "iluvatars[BI-V150]", Enabled: false},
 			{Key: "vnpus.configs[Ascend910B3]", Enabled: true, Switch: AscendSwitch}, {Key: "vnpus.configs[Ascend310P]", Enabled: false},
 		},
 	}, {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	ilu "github.com/hami-scheduler/hami-scheduler/devices/iluvatar"
 	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 )
 
@@ -29,7 +30,14 @@ type Options struct {
 	// EnableAscend is HAMi's --enable-ascend: without it the vnpus
 	// section is read but no Ascend vendor is made.
 	EnableAscend bool
+	// EnableIluvatar is HAMi's --enable-iluvatar: without it the iluvatars
+	// entries are read but no Iluvatar vendor is made.
+	EnableIluvatar bool
 }
+
+// IluvatarSwitch is the plugin argument (webhook flag: --enable-iluvatar)
+// that turns the iluvatars entries on.
+const IluvatarSwitch = "enableIluvatar"
 
 // AscendSwitch is the plugin argument (webhook flag: --enable-ascend) that
 // turns the vnpus section on.
@@ -88,7 +96,21 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 	}
 	add("mthreads", c.MThreads != nil, countOf(c.MThreads, func(s *MThreads) string { return s.ResourceCountName }))
 	for _, s := range c.Iluvatars {
-		add("iluvatars["+s.CommonWord+"]", true, s.ResourceCountName)
+		sec := Section{Key: "iluvatars[" + s.CommonWord + "]", Enabled: s.ResourceCountName != ""}
+		switch {
+		case sec.Enabled && !opts.EnableIluvatar:
+			sec.Switch = IluvatarSwitch
+		case sec.Enabled:
+			sec.Served = true
+			enabled = append(enabled, devices.Config{Name: "iluvatar", Vendor: ilu.Config{
+				CommonWord:         s.CommonWord,
+				ChipName:           s.ChipName,
+				ResourceCountName:  s.ResourceCountName,
+				ResourceMemoryName: s.ResourceMemoryName,
+				ResourceCoreName:   s.ResourceCoreName,
+			}})
+		}
+		sections = append(sections, sec)
 	}
 	if s := c.Enflame; s != nil {
 		// HAMi's DRS backend falls back to its own names: always live.

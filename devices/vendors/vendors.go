@@ -13,6 +13,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	"github.com/hami-scheduler/hami-scheduler/devices/cambricon"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
+	"github.com/hami-scheduler/hami-scheduler/devices/iluvatar"
 	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
@@ -24,6 +25,7 @@ var constructors = map[string]func(devices.Config) (devices.Vendor, error){
 	"metax":      func(c devices.Config) (devices.Vendor, error) { return metax.NewGPU(c) },
 	"metax-sgpu": func(c devices.Config) (devices.Vendor, error) { return metax.NewSGPU(c) },
 	"ascend":     newAscend,
+	"iluvatar":   func(c devices.Config) (devices.Vendor, error) { return iluvatar.New(c) },
 	"cambricon":  func(c devices.Config) (devices.Vendor, error) { return cambricon.New(c) },
 }
 
@@ -46,7 +48,7 @@ func newAscend(c devices.Config) (devices.Vendor, error) {
 // fromDeviceConfigOnly are vendors whose settings only HAMi's device
 // config file carries (devices.Config.Vendor): they cannot be enabled by
 // name in the plugin's vendors list.
-var fromDeviceConfigOnly = map[string]bool{"ascend": true}
+var fromDeviceConfigOnly = map[string]bool{"ascend": true, "iluvatar": true}
 
 // Known lists the vendor names that can be configured by name (the
 // plugin's vendors list), sorted. Ascend chips come from the device config
