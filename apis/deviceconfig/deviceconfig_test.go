@@ -408,6 +408,9 @@ func TestVendorsChartDefault(t *testing.T) {
 			ResourceVMemoryName: "metax-tech.com/vmemory",
 			ResourceVCoreName:   "metax-tech.com/vcore",
 		},
+	}, {
+		Name:              "kunlun",
+		ResourceCountName: "kunlunxin.com/xpu",
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -425,7 +428,8 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "iluvatars[BI-V150]", Enabled: true, Switch: IluvatarSwitch},
 		{Key: "iluvatars[BI-V100]", Enabled: true, Switch: IluvatarSwitch},
 		{Key: "enflame", Enabled: true},
-		{Key: "kunlun", Enabled: true},
+		{Key: "kunlun", Enabled: true, Served: true},
+		{Key: "kunlun.vxpu", Enabled: true},
 		{Key: "awsneuron", Enabled: true},
 		{Key: "amd", Enabled: true},
 		{Key: "vastai", Enabled: true},
@@ -612,13 +616,18 @@ biren: {}
 		data:         "metax:\n  resourceVMemoryName: metax-tech.com/vmemory\n",
 		wantSections: []Section{{Key: "metax", Enabled: false}, {Key: "metax.sgpu", Enabled: false}},
 	}, {
-		name:         "kunlun is on with its vXPU count alone",
+		name:         "kunlun vXPU is on with its own count",
 		data:         "kunlun:\n  resourceVCountName: kunlunxin.com/vxpu\n",
-		wantSections: []Section{{Key: "kunlun", Enabled: true}},
+		wantSections: []Section{{Key: "kunlun", Enabled: false}, {Key: "kunlun.vxpu", Enabled: true}},
+	}, {
+		name:         "kunlun whole XPUs are on with their count",
+		data:         "kunlun:\n  resourceCountName: example.com/xpu\n",
+		wantSections: []Section{{Key: "kunlun", Enabled: true, Served: true}, {Key: "kunlun.vxpu", Enabled: false}},
+		wantEnabled:  []devices.Config{{Name: "kunlun", ResourceCountName: "example.com/xpu"}},
 	}, {
 		name:         "kunlun with neither count is off",
 		data:         "kunlun:\n  resourceVMemoryName: kunlunxin.com/vxpu-memory\n",
-		wantSections: []Section{{Key: "kunlun", Enabled: false}},
+		wantSections: []Section{{Key: "kunlun", Enabled: false}, {Key: "kunlun.vxpu", Enabled: false}},
 	}, {
 		name:         "an empty enflame section is on: HAMi's DRS backend has its own names",
 		data:         "enflame: {}\n",

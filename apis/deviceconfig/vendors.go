@@ -117,7 +117,14 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		add("enflame", true, "on")
 	}
 	if s := c.Kunlun; s != nil {
-		add("kunlun", true, s.ResourceCountName+s.ResourceVCountName)
+		// Two vendors: whole XPUs (resourceCountName) and vXPU shares
+		// (resourceVCountName), each on when its count is named.
+		on := s.ResourceCountName != ""
+		sections = append(sections, Section{Key: "kunlun", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, devices.Config{Name: "kunlun", ResourceCountName: s.ResourceCountName})
+		}
+		add("kunlun.vxpu", true, s.ResourceVCountName)
 	}
 	add("awsneuron", c.AWSNeuron != nil, countOf(c.AWSNeuron, func(s *AWSNeuron) string { return s.ResourceCountName }))
 	add("amd", c.AMD != nil, countOf(c.AMD, func(s *AMD) string { return s.ResourceCountName }))

@@ -14,6 +14,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/cambricon"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/iluvatar"
+	"github.com/hami-scheduler/hami-scheduler/devices/kunlun"
 	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
@@ -22,6 +23,7 @@ import (
 var constructors = map[string]func(devices.Config) (devices.Vendor, error){
 	"nvidia":     func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
 	"hygon":      func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
+	"kunlun":     func(c devices.Config) (devices.Vendor, error) { return kunlun.New(c) },
 	"metax":      func(c devices.Config) (devices.Vendor, error) { return metax.NewGPU(c) },
 	"metax-sgpu": func(c devices.Config) (devices.Vendor, error) { return metax.NewSGPU(c) },
 	"ascend":     newAscend,
