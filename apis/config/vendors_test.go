@@ -65,7 +65,7 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	for _, c := range got.Configs {
 		names = append(names, c.Name+" "+c.ResourceCountName)
 	}
-	if diff := cmp.Diff([]string{"nvidia nvidia.com/gpu", "cambricon cambricon.com/vmlu", "hygon hygon.com/dcunum", "metax metax-tech.com/gpu", "metax-sgpu ", "kunlun kunlunxin.com/xpu"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"nvidia nvidia.com/gpu", "cambricon cambricon.com/vmlu", "hygon hygon.com/dcunum", "metax metax-tech.com/gpu", "metax-sgpu ", "kunlun kunlunxin.com/xpu", "kunlun-vxpu "}, names); diff != "" {
 		t.Errorf("Configs (-want +got):\n%s", diff)
 	}
 	if got.Configs[0].NodeDefaults.SplitCount != 10 || got.Configs[0].CorePolicy != "default" {
@@ -73,7 +73,7 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	}
 	wantUnsupported := []string{
 		"mthreads",
-		"enflame", "kunlun.vxpu", "awsneuron", "amd", "vastai", "biren",
+		"enflame", "awsneuron", "amd", "vastai", "biren",
 	}
 	if diff := cmp.Diff(wantUnsupported, got.Unsupported); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)

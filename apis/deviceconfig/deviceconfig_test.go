@@ -12,6 +12,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	ilu "github.com/hami-scheduler/hami-scheduler/devices/iluvatar"
+	"github.com/hami-scheduler/hami-scheduler/devices/kunlun"
 	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 )
 
@@ -411,6 +412,9 @@ func TestVendorsChartDefault(t *testing.T) {
 	}, {
 		Name:              "kunlun",
 		ResourceCountName: "kunlunxin.com/xpu",
+	}, {
+		Name:   "kunlun-vxpu",
+		Vendor: kunlun.VXPUConfig{ResourceVCountName: "kunlunxin.com/vxpu", ResourceVMemoryName: "kunlunxin.com/vxpu-memory"},
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -429,7 +433,7 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "iluvatars[BI-V100]", Enabled: true, Switch: IluvatarSwitch},
 		{Key: "enflame", Enabled: true},
 		{Key: "kunlun", Enabled: true, Served: true},
-		{Key: "kunlun.vxpu", Enabled: true},
+		{Key: "kunlun.vxpu", Enabled: true, Served: true},
 		{Key: "awsneuron", Enabled: true},
 		{Key: "amd", Enabled: true},
 		{Key: "vastai", Enabled: true},
@@ -618,7 +622,8 @@ biren: {}
 	}, {
 		name:         "kunlun vXPU is on with its own count",
 		data:         "kunlun:\n  resourceVCountName: kunlunxin.com/vxpu\n",
-		wantSections: []Section{{Key: "kunlun", Enabled: false}, {Key: "kunlun.vxpu", Enabled: true}},
+		wantSections: []Section{{Key: "kunlun", Enabled: false}, {Key: "kunlun.vxpu", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "kunlun-vxpu", Vendor: kunlun.VXPUConfig{ResourceVCountName: "kunlunxin.com/vxpu"}}},
 	}, {
 		name:         "kunlun whole XPUs are on with their count",
 		data:         "kunlun:\n  resourceCountName: example.com/xpu\n",

@@ -6,6 +6,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	ilu "github.com/hami-scheduler/hami-scheduler/devices/iluvatar"
+	"github.com/hami-scheduler/hami-scheduler/devices/kunlun"
 	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 )
 
@@ -124,7 +125,14 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		if on {
 			enabled = append(enabled, devices.Config{Name: "kunlun", ResourceCountName: s.ResourceCountName})
 		}
-		add("kunlun.vxpu", true, s.ResourceVCountName)
+		on = s.ResourceVCountName != ""
+		sections = append(sections, Section{Key: "kunlun.vxpu", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, devices.Config{Name: "kunlun-vxpu", Vendor: kunlun.VXPUConfig{
+				ResourceVCountName:  s.ResourceVCountName,
+				ResourceVMemoryName: s.ResourceVMemoryName,
+			}})
+		}
 	}
 	add("awsneuron", c.AWSNeuron != nil, countOf(c.AWSNeuron, func(s *AWSNeuron) string { return s.ResourceCountName }))
 	add("amd", c.AMD != nil, countOf(c.AMD, func(s *AMD) string { return s.ResourceCountName }))

@@ -185,10 +185,21 @@ func intersectOrSet(a, b []string) []string {
 // cards are chosen by HAMi's 8-card topology (groupSelect). Init
 // containers are fitted each alone; regular containers one after another.
 func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRequest) (devices.Assignment, *devices.Rejection) {
+	return fitTopology(Word, cards, used, req, func(_ *devices.Card, u devices.Usage, _ *devices.Request) bool {
+		return u.Sharers == 0
+	}, func(c *devices.Card, _ *devices.Request) (int32, int32) { return c.MemoryMiB, c.Cores })
+}
+
+// fitTopology places each container by groupSelect over the cards that
+// pass fits (besides health, cordon and the uuid selectors); grant gives
+// the memory and cores recorded for a card.
+func fitTopology(word string, cards []devices.Card, used []devices.Usage, req *devices.PodRequest,
+	fits func(*devices.Card, devices.Usage, *devices.Request) bool, grant func(*devices.Card, *devices.Request) (int32, int32)) (devices.Assignment, *devices.Rejection) {
 	a := make(devices.Assignment, len(req.Containers))
 	inits := max(min(req.Inits, len(req.Containers)), 0)
 	var scratch []devices.Usage
-	for i, r := range req.Containers {
+	for i := range req.Containers {
+		r := &req.Containers[i]
 		if r.IsZero() {
 			continue
 		}
@@ -206,7 +217,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 		}
 		for ci := range cards {
 			c := &cards[ci]
-			if c.Index < 0 || c.Index >= 8 || !c.Healthy || c.Cordoned || u[ci].Sharers > 0 || !uuidWanted(c.UUID, &req.Preferences) {
+			if c.Index < 0 || c.Index >= 8 || !c.Healthy || c.Cordoned || !uuidWanted(c.UUID, &req.Preferences) || !fits(c, u[ci], r) {
 				continue
 			}
 			if free[c.Index] < 0 {
@@ -221,7 +232,8 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 		grants := make([]devices.Grant, 0, len(picked))
 		for _, idx := range picked {
 			c := &cards[free[idx]]
-			grants = append(grants, devices.Grant{UUID: c.UUID, Vendor: Word, MemoryMiB: c.MemoryMiB, Cores: c.Cores})
+			mem, cores := grant(c, r)
+			grants = append(grants, devices.Grant{UUID: c.UUID, Vendor: word, MemoryMiB: mem, Cores: cores})
 		}
 		a[i] = grants
 		if i >= inits {

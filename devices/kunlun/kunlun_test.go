@@ -239,10 +239,20 @@ var smallQuantity = regexp.MustCompile(`^[+-]?[0-9]{1,12}(\.[0-9]{1,6})?([a-zA-Z
 
 func FuzzInventory(f *testing.F) {
 	for _, s := range []string{"8", "4", "0", "1.5", "-1", "2k"} {
-		f.Add("node1", s, uint8(0), uint8(1))
+		f.Add("node1", s, uint8(0), uint8(1), `[{"id":"xpu-0","index":0,"count":4,"devmem":98304,"devcore":100,"type":"XPU","health":true}]`)
 	}
 	v := mustNew(f)
-	f.Fuzz(func(t *testing.T, name, count string, usedMask, n uint8) {
+	vx := mustVXPU(f)
+	f.Fuzz(func(t *testing.T, name, count string, usedMask, n uint8, register string) {
+		vn := vnode(register, "4")
+		if cards, err := vx.Inventory(vn); err == nil {
+			req := devices.PodRequest{Containers: []devices.Request{{Count: int32(n%9) + 1, MemoryMiB: 24576, Cores: 25}}}
+			if a, rej := vx.Fit(cards, make([]devices.Usage, len(cards)), &req); rej == nil && len(a[0]) != int(req.Containers[0].Count) {
+				t.Fatalf("%d vXPUs for %d", len(a[0]), req.Containers[0].Count)
+			}
+		} else if cards != nil {
+			t.Fatal("vXPU cards with error")
+		}
 		if !smallQuantity.MatchString(count) {
 			return
 		}

@@ -21,14 +21,15 @@ import (
 
 // constructors maps a vendor's config name to its constructor.
 var constructors = map[string]func(devices.Config) (devices.Vendor, error){
-	"nvidia":     func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
-	"hygon":      func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
-	"kunlun":     func(c devices.Config) (devices.Vendor, error) { return kunlun.New(c) },
-	"metax":      func(c devices.Config) (devices.Vendor, error) { return metax.NewGPU(c) },
-	"metax-sgpu": func(c devices.Config) (devices.Vendor, error) { return metax.NewSGPU(c) },
-	"ascend":     newAscend,
-	"iluvatar":   func(c devices.Config) (devices.Vendor, error) { return iluvatar.New(c) },
-	"cambricon":  func(c devices.Config) (devices.Vendor, error) { return cambricon.New(c) },
+	"nvidia":      func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
+	"hygon":       func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
+	"kunlun":      func(c devices.Config) (devices.Vendor, error) { return kunlun.New(c) },
+	"kunlun-vxpu": func(c devices.Config) (devices.Vendor, error) { return kunlun.NewVXPU(c) },
+	"metax":       func(c devices.Config) (devices.Vendor, error) { return metax.NewGPU(c) },
+	"metax-sgpu":  func(c devices.Config) (devices.Vendor, error) { return metax.NewSGPU(c) },
+	"ascend":      newAscend,
+	"iluvatar":    func(c devices.Config) (devices.Vendor, error) { return iluvatar.New(c) },
+	"cambricon":   func(c devices.Config) (devices.Vendor, error) { return cambricon.New(c) },
 }
 
 // newAscend builds one Ascend chip from the ascend.Config in c.Vendor (one
