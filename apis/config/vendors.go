@@ -44,8 +44,8 @@ func (a *HAMiArgs) ResolveVendors() (*VendorSettings, error) {
 }
 
 // FromDeviceConfigFile reads and validates HAMi's device-config.yaml and
-// maps the sections this build serves (nvidia, hygon, and with
-// opts.EnableAscend the vnpus chips) onto vendor settings.
+// maps the sections this build serves (see deviceconfig.Config.Vendors)
+// onto vendor settings.
 func FromDeviceConfigFile(path string, opts deviceconfig.Options) (*VendorSettings, error) {
 	file, ignored, err := deviceconfig.Load(path)
 	if err != nil {

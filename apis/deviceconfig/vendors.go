@@ -45,8 +45,10 @@ const IluvatarSwitch = "enableIluvatar"
 const AscendSwitch = "enableAscend"
 
 // Vendors returns the settings of the vendors this build implements and
-// that the file enables (nvidia, hygon, and with opts.EnableAscend each
-// vnpus.configs chip), in that order, and every vendor section of the file
+// that the file enables (nvidia, cambricon, hygon, metax GPU and sGPU,
+// with opts.EnableIluvatar each iluvatars chip, kunlun XPU and vXPU, and
+// with opts.EnableAscend each vnpus.configs chip), in that order, and
+// every vendor section of the file
 // with whether it is enabled and served, so the caller can report the ones
 // it cannot serve.
 func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Section) {
