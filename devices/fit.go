@@ -185,6 +185,9 @@ type FitOptions struct {
 	// scores, order and per-card checks) collects every card that passes,
 	// fewer than asked refuses the container, and Pick chooses among them.
 	Pick GroupPicker
+	// PickAll also hands containers asking for one card to Pick (HAMi's
+	// MetaX sGPU prefers a card by its MetaLink zone even for one card).
+	PickAll bool
 	// CoreTotal, when > 0, is the core total of every card in the per-card
 	// checks (free cores, exclusive 100, cores full) instead of Card.Cores;
 	// card scores keep Card.Cores. HAMi's Ascend hami-core mode checks
@@ -214,7 +217,7 @@ func FitPodWith(vendor string, cards []Card, used []Usage, req *PodRequest, opts
 		order = append(order, i)
 	}
 	keys = keys[:len(cards)]
-	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault(), pick: opts.Pick, coreTotal: opts.CoreTotal, check: opts.Check}
+	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault(), pick: opts.Pick, pickAll: opts.PickAll, coreTotal: opts.CoreTotal, check: opts.Check}
 
 	a := make(Assignment, len(req.Containers))
 	inits := max(min(req.Inits, len(req.Containers)), 0)
@@ -283,6 +286,7 @@ type fitter struct {
 	policy    cardPolicy
 	weights   ScoringWeights
 	pick      GroupPicker
+	pickAll   bool
 	coreTotal int32
 	check     CardCheck
 	// ci and placed are the container being fitted and the assignment of
@@ -348,7 +352,7 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 	cores := min(r.Cores, 100)
 	// Topology-aware and group picks collect every card that passes, then
 	// choose.
-	grouped := f.pick != nil && r.Count > 1
+	grouped := f.pick != nil && (r.Count > 1 || f.pickAll)
 	collect := pol.topology || grouped
 	capacity := len(cards)
 	if !collect {

@@ -706,6 +706,13 @@ func TestFitPodWith(t *testing.T) {
 		t.Errorf("one card: %v, picker saw %v", rej, seen)
 	}
 
+	// PickAll: one card is picked too.
+	req = one(Request{Count: 1, MemoryMiB: 1000})
+	if a, rej = FitPodWith("NVIDIA", cards, used, &req, FitOptions{Pick: pickLast, PickAll: true}); rej != nil ||
+		!reflect.DeepEqual(seen, []string{"GPU-3", "GPU-1", "GPU-0"}) || EncodeAssignment(a) != "GPU-0,NVIDIA,1000,0:;" {
+		t.Errorf("PickAll, one card: %v, %v, picker saw %v", EncodeAssignment(a), rej, seen)
+	}
+
 	// Fewer cards pass than asked: refused before picking, with the counts.
 	req = one(Request{Count: 4, MemoryMiB: 1000})
 	if _, rej = FitPodWith("NVIDIA", cards, used, &req, FitOptions{Pick: pickLast}); rej == nil || rej.Reason() != "1/4 cards: unhealthy, 3/4 cards free, 4 wanted" {

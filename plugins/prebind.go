@@ -87,13 +87,15 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 }
 
 // regularAsks reports whether a regular (not init) container of the pod
-// asks for a device of a vendor that takes the node lock: every vendor but
-// those whose devices.NodeLocker names none. requests are index-aligned
-// with vendors.
+// asks for a device of a vendor that takes HAMi's node lock
+// hami.io/mutex.lock: every vendor but those whose devices.NodeLocker names
+// another lock or none (Cambricon's own cambricon.com/dsmlu.lock is not
+// taken: its device plugin never releases hami.io/mutex.lock). requests are
+// index-aligned with vendors.
 func regularAsks(vendors []devices.Vendor, requests []devices.PodRequest) bool {
 	for i := range requests {
 		if i < len(vendors) {
-			if nl, ok := vendors[i].(devices.NodeLocker); ok && nl.NodeLock() == "" {
+			if nl, ok := vendors[i].(devices.NodeLocker); ok && nl.NodeLock() != devices.NodeLock {
 				continue
 			}
 		}

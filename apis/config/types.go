@@ -17,6 +17,7 @@ type HAMiArgs struct {
 	NodeLockWait        metav1.Duration
 	DeviceConfigFile    string
 	EnableAscend        bool
+	EnableIluvatar      bool
 	Vendors             []VendorArgs
 }
 

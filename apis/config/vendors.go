@@ -40,12 +40,12 @@ func (a *HAMiArgs) ResolveVendors() (*VendorSettings, error) {
 		}
 		return s, nil
 	}
-	return FromDeviceConfigFile(a.DeviceConfigFile, deviceconfig.Options{EnableAscend: a.EnableAscend})
+	return FromDeviceConfigFile(a.DeviceConfigFile, deviceconfig.Options{EnableAscend: a.EnableAscend, EnableIluvatar: a.EnableIluvatar})
 }
 
 // FromDeviceConfigFile reads and validates HAMi's device-config.yaml and
-// maps the sections this build serves (nvidia, hygon, and with
-// opts.EnableAscend the vnpus chips) onto vendor settings.
+// maps the sections this build serves (see deviceconfig.Config.Vendors)
+// onto vendor settings.
 func FromDeviceConfigFile(path string, opts deviceconfig.Options) (*VendorSettings, error) {
 	file, ignored, err := deviceconfig.Load(path)
 	if err != nil {
@@ -67,7 +67,7 @@ func FromDeviceConfigFile(path string, opts deviceconfig.Options) (*VendorSettin
 		}
 	}
 	if len(s.Configs) == 0 {
-		return nil, fmt.Errorf("device config %s enables no vendor this build supports (nvidia needs nvidia.resourceCountName, hygon hygon.resourceCountName, Ascend vnpus.configs[].resourceName and %s); configured: %s",
+		return nil, fmt.Errorf("device config %s enables no vendor this build supports (a section needs its count resource name, e.g. nvidia.resourceCountName; Ascend vnpus.configs[].resourceName and %s); configured: %s",
 			path, deviceconfig.AscendSwitch, orNone(append(s.SwitchedOff, s.Unsupported...)))
 	}
 	return s, nil

@@ -63,25 +63,23 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	}
 	var names []string
 	for _, c := range got.Configs {
-		names = append(names, c.Name)
+		names = append(names, c.Name+" "+c.ResourceCountName)
 	}
-	if diff := cmp.Diff([]string{"nvidia", "hygon", "mthreads", "enflame-gcu", "enflame-drs", "awsneuron", "amd", "vastai", "biren"}, names); diff != "" {
-		t.Errorf("vendors from the chart (-want +got):\n%s", diff)
+	if diff := cmp.Diff([]string{"nvidia nvidia.com/gpu", "cambricon cambricon.com/vmlu", "hygon hygon.com/dcunum", "metax metax-tech.com/gpu", "metax-sgpu ",
+		"mthreads mthreads.com/vgpu", "enflame-gcu enflame.com/gcu", "enflame-drs enflame.com/drs-gcu", "kunlun kunlunxin.com/xpu", "kunlun-vxpu ",
+		"awsneuron aws.amazon.com/neuron", "amd amd.com/gpu", "vastai vastaitech.com/va", "biren birentech.com/gpu"}, names); diff != "" {
+		t.Errorf("Configs (-want +got):\n%s", diff)
 	}
-	if got.Configs[0].Name != "nvidia" || got.Configs[0].ResourceCountName != "nvidia.com/gpu" ||
-		got.Configs[0].NodeDefaults.SplitCount != 10 || got.Configs[0].CorePolicy != "default" ||
-		got.Configs[1].Name != "hygon" || got.Configs[1].ResourceCountName != "hygon.com/dcunum" {
-		t.Errorf("Configs = %+v, want the chart's nvidia and hygon settings", got.Configs)
+	if got.Configs[0].NodeDefaults.SplitCount != 10 || got.Configs[0].CorePolicy != "default" {
+		t.Errorf("Configs[0] = %+v, want the chart's nvidia settings", got.Configs[0])
 	}
-	wantUnsupported := []string{
-		"cambricon", "metax",
-		"iluvatars[MR-V100]", "iluvatars[MR-V50]", "iluvatars[BI-V150]", "iluvatars[BI-V100]",
-		"kunlun",
-	}
+	var wantUnsupported []string // every section of the chart is served
 	if diff := cmp.Diff(wantUnsupported, got.Unsupported); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)
 	}
 	wantOff := []string{
+		"iluvatars[MR-V100] (needs enableIluvatar)", "iluvatars[MR-V50] (needs enableIluvatar)",
+		"iluvatars[BI-V150] (needs enableIluvatar)", "iluvatars[BI-V100] (needs enableIluvatar)",
 		"vnpus.configs[Ascend910A] (needs enableAscend)", "vnpus.configs[Ascend910B2] (needs enableAscend)",
 		"vnpus.configs[Ascend910B3] (needs enableAscend)", "vnpus.configs[Ascend910B4-1] (needs enableAscend)",
 		"vnpus.configs[Ascend910B4] (needs enableAscend)", "vnpus.configs[Ascend310P] (needs enableAscend)",
@@ -94,14 +92,19 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 		t.Errorf("Ignored = %q, want none", got.Ignored)
 	}
 
-	// enableAscend: the seven chips follow nvidia and hygon.
-	args.EnableAscend = true
+	// enableIluvatar and enableAscend add the four Iluvatar chips and the
+	// seven Ascend chips.
+	args.EnableAscend, args.EnableIluvatar = true, true
 	got, err = args.ResolveVendors()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Configs) != len(names)+7 || got.Configs[len(names)].Name != "ascend" || len(got.SwitchedOff) != 0 {
-		t.Errorf("with enableAscend: %d configs, switched off %q", len(got.Configs), got.SwitchedOff)
+	count := map[string]int{}
+	for _, c := range got.Configs {
+		count[c.Name]++
+	}
+	if n := len(names); len(got.Configs) != n+4+7 || count["iluvatar"] != 4 || count["ascend"] != 7 || len(got.SwitchedOff) != 0 {
+		t.Errorf("with enableAscend and enableIluvatar: %d configs, switched off %q", len(got.Configs), got.SwitchedOff)
 	}
 }
 
@@ -117,8 +120,9 @@ func TestFromDeviceConfigFile(t *testing.T) {
 		{"unknown keys are reported, not fatal", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  resourceCoresName: x\n", "", 1, nil, 1},
 		{"disabled sections are not unsupported", "nvidia:\n  resourceCountName: nvidia.com/gpu\nhygon: {}\n", "", 1, nil, 0},
 		{"hygon alone", "hygon:\n  resourceCountName: hygon.com/dcunum\n", "", 1, nil, 0},
-		{"no supported vendor", "cambricon:\n  resourceCountName: cambricon.com/vmlu\nvnpus:\n  configs:\n  - {commonWord: Ascend910B3, resourceName: huawei.com/Ascend910B3}\n",
-			"enables no vendor this build supports (nvidia needs nvidia.resourceCountName, hygon hygon.resourceCountName, Ascend vnpus.configs[].resourceName and enableAscend); configured: vnpus.configs[Ascend910B3] (needs enableAscend), cambricon", 0, []string{"cambricon"}, 0},
+		{"no supported vendor", "hygon: {}\nvnpus:\n  configs:\n  - {commonWord: Ascend910B3, resourceName: huawei.com/Ascend910B3}\n",
+			"enables no vendor this build supports (a section needs its count resource name, e.g. nvidia.resourceCountName; Ascend vnpus.configs[].resourceName and enableAscend); configured: vnpus.configs[Ascend910B3] (needs enableAscend)", 0, nil, 0},
+		{"cambricon alone", "cambricon:\n  resourceCountName: cambricon.com/vmlu\n", "", 1, nil, 0},
 		{"nvidia off, nothing else", "nvidia:\n  resourceMemoryName: nvidia.com/gpumem\n", "configured: none", 0, nil, 0},
 		{"invalid", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  memoryFactor: -1\n", "nvidia.memoryFactor: Invalid value: -1", 0, nil, 0},
 		{"every section empty", "foo: 1\n", "every section is empty", 0, nil, 0},

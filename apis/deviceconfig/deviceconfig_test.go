@@ -11,6 +11,9 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	ilu "github.com/hami-scheduler/hami-scheduler/devices/iluvatar"
+	"github.com/hami-scheduler/hami-scheduler/devices/kunlun"
+	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 )
 
 // chartDefault is HAMi v2.10.0's chart-rendered device-config.yaml.
@@ -386,11 +389,26 @@ func TestVendorsChartDefault(t *testing.T) {
 		},
 		NodeDefaults: devices.NodeDefaults{SplitCount: 10, MemoryScaling: 1, CoreScaling: 1},
 	}, {
+		Name:               "cambricon",
+		ResourceCountName:  "cambricon.com/vmlu",
+		ResourceMemoryName: "cambricon.com/mlu.smlu.vmemory",
+		ResourceCoresName:  "cambricon.com/mlu.smlu.vcore",
+	}, {
 		Name:               "hygon",
 		ResourceCountName:  "hygon.com/dcunum",
 		ResourceMemoryName: "hygon.com/dcumem",
 		ResourceCoresName:  "hygon.com/dcucores",
 		MemoryFactor:       1,
+	}, {
+		Name:              "metax",
+		ResourceCountName: "metax-tech.com/gpu",
+	}, {
+		Name: "metax-sgpu",
+		Vendor: metax.SGPUConfig{
+			ResourceVCountName:  "metax-tech.com/sgpu",
+			ResourceVMemoryName: "metax-tech.com/vmemory",
+			ResourceVCoreName:   "metax-tech.com/vcore",
+		},
 	}, {
 		Name:               "mthreads",
 		ResourceCountName:  "mthreads.com/vgpu",
@@ -404,6 +422,12 @@ func TestVendorsChartDefault(t *testing.T) {
 		ResourceCountName:  "enflame.com/drs-gcu",
 		ResourceMemoryName: "enflame.com/gcu-memory",
 		ResourceCoresName:  "enflame.com/gcu-core",
+	}, {
+		Name:              "kunlun",
+		ResourceCountName: "kunlunxin.com/xpu",
+	}, {
+		Name:   "kunlun-vxpu",
+		Vendor: kunlun.VXPUConfig{ResourceVCountName: "kunlunxin.com/vxpu", ResourceVMemoryName: "kunlunxin.com/vxpu-memory"},
 	}, {
 		Name:              "awsneuron",
 		ResourceCountName: "aws.amazon.com/neuron",
@@ -426,16 +450,18 @@ func TestVendorsChartDefault(t *testing.T) {
 	off := AscendSwitch
 	wantSections := []Section{
 		{Key: "nvidia", Enabled: true, Served: true},
-		{Key: "cambricon", Enabled: true},
+		{Key: "cambricon", Enabled: true, Served: true},
 		{Key: "hygon", Enabled: true, Served: true},
-		{Key: "metax", Enabled: true},
+		{Key: "metax", Enabled: true, Served: true},
+		{Key: "metax.sgpu", Enabled: true, Served: true},
 		{Key: "mthreads", Enabled: true, Served: true},
-		{Key: "iluvatars[MR-V100]", Enabled: true},
-		{Key: "iluvatars[MR-V50]", Enabled: true},
-		{Key: "iluvatars[BI-V150]", Enabled: true},
-		{Key: "iluvatars[BI-V100]", Enabled: true},
+		{Key: "iluvatars[MR-V100]", Enabled: true, Switch: IluvatarSwitch},
+		{Key: "iluvatars[MR-V50]", Enabled: true, Switch: IluvatarSwitch},
+		{Key: "iluvatars[BI-V150]", Enabled: true, Switch: IluvatarSwitch},
+		{Key: "iluvatars[BI-V100]", Enabled: true, Switch: IluvatarSwitch},
 		{Key: "enflame", Enabled: true, Served: true},
-		{Key: "kunlun", Enabled: true},
+		{Key: "kunlun", Enabled: true, Served: true},
+		{Key: "kunlun.vxpu", Enabled: true, Served: true},
 		{Key: "awsneuron", Enabled: true, Served: true},
 		{Key: "amd", Enabled: true, Served: true},
 		{Key: "vastai", Enabled: true, Served: true},
@@ -455,12 +481,12 @@ func TestVendorsChartDefault(t *testing.T) {
 
 // TestVendorsChartAscend: with enableAscend each of the chart's vnpus
 // chips becomes one "ascend" vendor whose payload is exactly the Ascend
-// vendor's own chart defaults (ascend.DefaultConfigs), after nvidia and
-// hygon.
+// vendor's own chart defaults (ascend.DefaultConfigs), after the other
+// vendors.
 func TestVendorsChartAscend(t *testing.T) {
 	enabled, sections := loadChartDefault(t).Vendors(Options{EnableAscend: true})
 	others, _ := loadChartDefault(t).Vendors(Options{})
-	if len(enabled) != len(others)+7 || enabled[0].Name != "nvidia" || enabled[1].Name != "hygon" {
+	if len(enabled) != len(others)+7 || !cmp.Equal(enabled[:len(others)], others) {
 		t.Fatalf("Vendors() enabled %d vendors: %+v", len(enabled), enabled)
 	}
 	var got []vnpu.Config
@@ -558,6 +584,23 @@ func TestVendorsEnableRule(t *testing.T) {
 		wantSections: []Section{{Key: "hygon", Enabled: true, Served: true}},
 		wantEnabled:  []devices.Config{{Name: "hygon", ResourceCountName: "example.com/dcu"}},
 	}, {
+		name:         "cambricon with all its names",
+		data:         "cambricon:\n  resourceCountName: cambricon.com/vmlu\n  resourceMemoryName: cambricon.com/mlu370.smlu.vmemory\n  resourceCoreName: cambricon.com/mlu.smlu.vcore\n",
+		wantSections: []Section{{Key: "cambricon", Enabled: true, Served: true}},
+		wantEnabled: []devices.Config{{Name: "cambricon", ResourceCountName: "cambricon.com/vmlu",
+			ResourceMemoryName: "cambricon.com/mlu370.smlu.vmemory", ResourceCoresName: "cambricon.com/mlu.smlu.vcore"}},
+	}, {
+		name:         "iluvatars entries need enableIluvatar",
+		data:         "iluvatars:\n- {chipName: BI-V150, commonWord: BI-V150, resourceCountName: iluvatar.ai/BI-V150-vgpu}\n- {commonWord: MR-V50}\n",
+		wantSections: []Section{{Key: "iluvatars[BI-V150]", Enabled: true, Switch: IluvatarSwitch}, {Key: "iluvatars[MR-V50]"}},
+	}, {
+		name:         "iluvatars entries with enableIluvatar: one vendor per entry that names its count",
+		data:         "iluvatars:\n- {chipName: BI-V150, commonWord: BI-V150, resourceCountName: iluvatar.ai/BI-V150-vgpu, resourceMemoryName: iluvatar.ai/BI-V150.vMem, resourceCoreName: iluvatar.ai/BI-V150.vCore}\n- {commonWord: MR-V50}\n",
+		opts:         Options{EnableIluvatar: true},
+		wantSections: []Section{{Key: "iluvatars[BI-V150]", Enabled: true, Served: true}, {Key: "iluvatars[MR-V50]"}},
+		wantEnabled: []devices.Config{{Name: "iluvatar", Vendor: ilu.Config{CommonWord: "BI-V150", ChipName: "BI-V150",
+			ResourceCountName: "iluvatar.ai/BI-V150-vgpu", ResourceMemoryName: "iluvatar.ai/BI-V150.vMem", ResourceCoreName: "iluvatar.ai/BI-V150.vCore"}}},
+	}, {
 		name:         "nvidia without a count resource is off",
 		data:         "nvidia:\n  resourceMemoryName: nvidia.com/gpumem\n",
 		wantSections: []Section{{Key: "nvidia", Enabled: false}},
@@ -592,21 +635,33 @@ biren: {}
 			{Key: "awsneuron", Enabled: false}, {Key: "amd", Enabled: false}, {Key: "vastai", Enabled: false}, {Key: "biren", Enabled: false},
 		},
 	}, {
-		name:         "metax is on with its GPU or its sGPU count, off with neither",
+		name:         "metax sGPU is on with its own count",
 		data:         "metax:\n  resourceVCountName: metax-tech.com/sgpu\n",
-		wantSections: []Section{{Key: "metax", Enabled: true}},
+		wantSections: []Section{{Key: "metax", Enabled: false}, {Key: "metax.sgpu", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "metax-sgpu", Vendor: metax.SGPUConfig{ResourceVCountName: "metax-tech.com/sgpu"}}},
+	}, {
+		name:         "metax GPU is on with its count",
+		data:         "metax:\n  resourceCountName: example.com/gpu\n",
+		wantSections: []Section{{Key: "metax", Enabled: true, Served: true}, {Key: "metax.sgpu", Enabled: false}},
+		wantEnabled:  []devices.Config{{Name: "metax", ResourceCountName: "example.com/gpu"}},
 	}, {
 		name:         "metax with neither count is off",
 		data:         "metax:\n  resourceVMemoryName: metax-tech.com/vmemory\n",
-		wantSections: []Section{{Key: "metax", Enabled: false}},
+		wantSections: []Section{{Key: "metax", Enabled: false}, {Key: "metax.sgpu", Enabled: false}},
 	}, {
-		name:         "kunlun is on with its vXPU count alone",
+		name:         "kunlun vXPU is on with its own count",
 		data:         "kunlun:\n  resourceVCountName: kunlunxin.com/vxpu\n",
-		wantSections: []Section{{Key: "kunlun", Enabled: true}},
+		wantSections: []Section{{Key: "kunlun", Enabled: false}, {Key: "kunlun.vxpu", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "kunlun-vxpu", Vendor: kunlun.VXPUConfig{ResourceVCountName: "kunlunxin.com/vxpu"}}},
+	}, {
+		name:         "kunlun whole XPUs are on with their count",
+		data:         "kunlun:\n  resourceCountName: example.com/xpu\n",
+		wantSections: []Section{{Key: "kunlun", Enabled: true, Served: true}, {Key: "kunlun.vxpu", Enabled: false}},
+		wantEnabled:  []devices.Config{{Name: "kunlun", ResourceCountName: "example.com/xpu"}},
 	}, {
 		name:         "kunlun with neither count is off",
 		data:         "kunlun:\n  resourceVMemoryName: kunlunxin.com/vxpu-memory\n",
-		wantSections: []Section{{Key: "kunlun", Enabled: false}},
+		wantSections: []Section{{Key: "kunlun", Enabled: false}, {Key: "kunlun.vxpu", Enabled: false}},
 	}, {
 		name:         "an empty enflame section is on: HAMi's DRS backend has its own names",
 		data:         "enflame: {}\n",
@@ -626,7 +681,7 @@ vnpus:
     resourceMemoryName: huawei.com/Ascend310P-memory
 `,
 		wantSections: []Section{
-			{Key: "iluvatars[MR-V100]", Enabled: true}, {Key: "iluvatars[BI-V150]", Enabled: false},
+			{Key: "iluvatars[MR-V100]", Enabled: true, Switch: IluvatarSwitch}, {Key: "iluvatars[BI-V150]", Enabled: false},
 			{Key: "vnpus.configs[Ascend910B3]", Enabled: true, Switch: AscendSwitch}, {Key: "vnpus.configs[Ascend310P]", Enabled: false},
 		},
 	}, {

@@ -5,6 +5,9 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	vnpu "github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	ilu "github.com/hami-scheduler/hami-scheduler/devices/iluvatar"
+	"github.com/hami-scheduler/hami-scheduler/devices/kunlun"
+	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 )
 
 // Section is one vendor section of the file, as enabled or not.
@@ -28,15 +31,24 @@ type Options struct {
 	// EnableAscend is HAMi's --enable-ascend: without it the vnpus
 	// section is read but no Ascend vendor is made.
 	EnableAscend bool
+	// EnableIluvatar is HAMi's --enable-iluvatar: without it the iluvatars
+	// entries are read but no Iluvatar vendor is made.
+	EnableIluvatar bool
 }
+
+// IluvatarSwitch is the plugin argument (webhook flag: --enable-iluvatar)
+// that turns the iluvatars entries on.
+const IluvatarSwitch = "enableIluvatar"
 
 // AscendSwitch is the plugin argument (webhook flag: --enable-ascend) that
 // turns the vnpus section on.
 const AscendSwitch = "enableAscend"
 
 // Vendors returns the settings of the vendors this build implements and
-// that the file enables (nvidia, hygon, and with opts.EnableAscend each
-// vnpus.configs chip), in that order, and every vendor section of the file
+// that the file enables (nvidia, cambricon, hygon, metax GPU and sGPU,
+// with opts.EnableIluvatar each iluvatars chip, kunlun XPU and vXPU, and
+// with opts.EnableAscend each vnpus.configs chip), in that order, and
+// every vendor section of the file
 // with whether it is enabled and served, so the caller can report the ones
 // it cannot serve.
 func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Section) {
@@ -45,11 +57,6 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		sections = append(sections, Section{Key: "nvidia", Enabled: on, Served: on})
 		if on {
 			enabled = append(enabled, n.vendorConfig())
-		}
-	}
-	add := func(key string, present bool, count string) {
-		if present {
-			sections = append(sections, Section{Key: key, Enabled: count != ""})
 		}
 	}
 	// serve adds a section this build implements: on when it names its
@@ -61,7 +68,13 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 			enabled = append(enabled, cfg)
 		}
 	}
-	add("cambricon", c.Cambricon != nil, countOf(c.Cambricon, func(s *Cambricon) string { return s.ResourceCountName }))
+	if s := c.Cambricon; s != nil {
+		on := s.ResourceCountName != ""
+		sections = append(sections, Section{Key: "cambricon", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, s.vendorConfig())
+		}
+	}
 	if h := c.Hygon; h != nil {
 		on := h.ResourceCountName != ""
 		sections = append(sections, Section{Key: "hygon", Enabled: on, Served: on})
@@ -70,13 +83,43 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		}
 	}
 	if s := c.MetaX; s != nil {
-		add("metax", true, s.ResourceCountName+s.ResourceVCountName)
+		// Two vendors: whole GPUs (resourceCountName) and sGPU shares
+		// (resourceVCountName), each on when its count is named.
+		on := s.ResourceCountName != ""
+		sections = append(sections, Section{Key: "metax", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, devices.Config{Name: "metax", ResourceCountName: s.ResourceCountName})
+		}
+		on = s.ResourceVCountName != ""
+		sections = append(sections, Section{Key: "metax.sgpu", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, devices.Config{Name: "metax-sgpu", Vendor: metax.SGPUConfig{
+				ResourceVCountName:  s.ResourceVCountName,
+				ResourceVMemoryName: s.ResourceVMemoryName,
+				ResourceVCoreName:   s.ResourceVCoreName,
+				TopologyAware:       s.SGPUTopologyAware,
+			}})
+		}
 	}
 	if s := c.MThreads; s != nil {
 		serve("mthreads", devices.Config{Name: "mthreads", ResourceCountName: s.ResourceCountName, ResourceMemoryName: s.ResourceMemoryName, ResourceCoresName: s.ResourceCoreName})
 	}
 	for _, s := range c.Iluvatars {
-		add("iluvatars["+s.CommonWord+"]", true, s.ResourceCountName)
+		sec := Section{Key: "iluvatars[" + s.CommonWord + "]", Enabled: s.ResourceCountName != ""}
+		switch {
+		case sec.Enabled && !opts.EnableIluvatar:
+			sec.Switch = IluvatarSwitch
+		case sec.Enabled:
+			sec.Served = true
+			enabled = append(enabled, devices.Config{Name: "iluvatar", Vendor: ilu.Config{
+				CommonWord:         s.CommonWord,
+				ChipName:           s.ChipName,
+				ResourceCountName:  s.ResourceCountName,
+				ResourceMemoryName: s.ResourceMemoryName,
+				ResourceCoreName:   s.ResourceCoreName,
+			}})
+		}
+		sections = append(sections, sec)
 	}
 	if s := c.Enflame; s != nil {
 		// Whole GCUs when resourceNameGCU is set; HAMi's DRS backend falls
@@ -93,7 +136,21 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		enabled = append(enabled, devices.Config{Name: "enflame-drs", ResourceCountName: drs, ResourceMemoryName: s.ResourceNameGCUMemory, ResourceCoresName: s.ResourceNameGCUCore})
 	}
 	if s := c.Kunlun; s != nil {
-		add("kunlun", true, s.ResourceCountName+s.ResourceVCountName)
+		// Two vendors: whole XPUs (resourceCountName) and vXPU shares
+		// (resourceVCountName), each on when its count is named.
+		on := s.ResourceCountName != ""
+		sections = append(sections, Section{Key: "kunlun", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, devices.Config{Name: "kunlun", ResourceCountName: s.ResourceCountName})
+		}
+		on = s.ResourceVCountName != ""
+		sections = append(sections, Section{Key: "kunlun.vxpu", Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, devices.Config{Name: "kunlun-vxpu", Vendor: kunlun.VXPUConfig{
+				ResourceVCountName:  s.ResourceVCountName,
+				ResourceVMemoryName: s.ResourceVMemoryName,
+			}})
+		}
 	}
 	if s := c.AWSNeuron; s != nil {
 		serve("awsneuron", devices.Config{Name: "awsneuron", ResourceCountName: s.ResourceCountName, ResourceCoresName: s.ResourceCoreName})
@@ -124,12 +181,6 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 	return enabled, sections
 }
 
-func countOf[T any](s *T, name func(*T) string) string {
-	if s == nil {
-		return ""
-	}
-	return name(s)
-}
 
 // vendorConfig maps the nvidia section onto the NVIDIA vendor's settings.
 func (n *NVIDIA) vendorConfig() devices.Config {
@@ -173,6 +224,18 @@ func (h *Hygon) vendorConfig() devices.Config {
 		ResourceMemoryName: h.ResourceMemoryName,
 		ResourceCoresName:  h.ResourceCoreName,
 		MemoryFactor:       h.MemoryFactor,
+	}
+}
+
+// vendorConfig maps the cambricon section onto the Cambricon vendor's
+// settings. Empty memory and core names take the vendor's defaults
+// (cambricon.com/mlu.smlu.vmemory, cambricon.com/mlu.smlu.vcore).
+func (s *Cambricon) vendorConfig() devices.Config {
+	return devices.Config{
+		Name:               "cambricon",
+		ResourceCountName:  s.ResourceCountName,
+		ResourceMemoryName: s.ResourceMemoryName,
+		ResourceCoresName:  s.ResourceCoreName,
 	}
 }
 

@@ -75,7 +75,7 @@ func run(t *testing.T, args ...string) (ran bool, err error) {
 func TestConfigCheck(t *testing.T) {
 	emptyDeviceConfig := writeFile(t, "empty.yaml", "foo: 1\n")
 	badDeviceConfig := writeFile(t, "bad.yaml", "nvidia:\n  resourceCountName: nvidia.com/gpu\n  defaultCores: 150\n")
-	cambriconOnly := writeFile(t, "cambricon.yaml", "cambricon:\n  resourceCountName: cambricon.com/vmlu\n")
+	iluvatarOnly := writeFile(t, "iluvatar.yaml", "iluvatars:\n- {commonWord: BI-V150, resourceCountName: iluvatar.ai/BI-V150-vgpu}\n")
 
 	tests := []struct {
 		name   string
@@ -111,12 +111,12 @@ func TestConfigCheck(t *testing.T) {
 		wantText:   []string{"nvidia.defaultCores: Invalid value: 150"},
 	}, {
 		name:       "deviceConfigFile enabling no vendor of this build",
-		config:     header + "profiles:\n" + profile("hami-scheduler", "deviceConfigFile: "+cambriconOnly+"\n"),
+		config:     header + "profiles:\n" + profile("hami-scheduler", "deviceConfigFile: "+iluvatarOnly+"\n"),
 		wantFields: []string{"profiles[0].pluginConfig[0].args.deviceConfigFile"},
-		wantText:   []string{"enables no vendor this build supports", "configured: cambricon"},
+		wantText:   []string{"enables no vendor this build supports", "configured: iluvatars[BI-V150] (needs enableIluvatar)"},
 	}, {
 		name:       "unknown vendor, reported once",
-		config:     header + "profiles:\n" + profile("hami-scheduler", "vendors:\n- name: cambricon\n"),
+		config:     header + "profiles:\n" + profile("hami-scheduler", "vendors:\n- name: nosuchvendor\n"),
 		wantFields: []string{"profiles[0].pluginConfig[0].args.vendors[0].name"},
 	}, {
 		name:       "vendors beside deviceConfigFile, the file checked too",

@@ -23,6 +23,7 @@ type flags struct {
 	vendorConfig             string
 	deviceConfigFile         string
 	enableAscend             bool
+	enableIluvatar           bool
 	server                   webhook.ServerOptions
 	healthProbeAddr          string
 	metricsAddr              string
@@ -41,6 +42,8 @@ func registerFlags(fs *flag.FlagSet) *flags {
 		"HAMi's device-config.yaml (the device ConfigMap of HAMi's chart), the same file as the scheduler plugin's deviceConfigFile arg; excludes --vendor-config")
 	fs.BoolVar(&f.enableAscend, "enable-ascend", false,
 		"HAMi's --enable-ascend: default the pods of every vnpus.configs chip of --device-config-file (the scheduler plugin's enableAscend arg)")
+	fs.BoolVar(&f.enableIluvatar, "enable-iluvatar", false,
+		"HAMi's --enable-iluvatar: default the pods of every iluvatars chip of --device-config-file (the scheduler plugin's enableIluvatar arg)")
 	fs.StringVar(&f.server.Addr, "bind-address", ":9443", "host:port of the HTTPS webhook server")
 	fs.StringVar(&f.server.CertDir, "cert-dir", "/etc/hami-webhook/certs",
 		"directory with the serving certificate and key; the files are reloaded when they change")
@@ -70,7 +73,7 @@ func (f *flags) options() (webhook.Options, error) {
 	case f.deviceConfigFile != "" && f.vendorConfig != "":
 		return webhook.Options{}, fmt.Errorf("--device-config-file and --vendor-config exclude each other")
 	case f.deviceConfigFile != "":
-		settings, err := hamiconfig.FromDeviceConfigFile(f.deviceConfigFile, deviceconfig.Options{EnableAscend: f.enableAscend})
+		settings, err := hamiconfig.FromDeviceConfigFile(f.deviceConfigFile, deviceconfig.Options{EnableAscend: f.enableAscend, EnableIluvatar: f.enableIluvatar})
 		if err != nil {
 			return webhook.Options{}, fmt.Errorf("--device-config-file: %w", err)
 		}

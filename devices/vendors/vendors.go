@@ -14,8 +14,12 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	"github.com/hami-scheduler/hami-scheduler/devices/awsneuron"
 	"github.com/hami-scheduler/hami-scheduler/devices/biren"
+	"github.com/hami-scheduler/hami-scheduler/devices/cambricon"
 	"github.com/hami-scheduler/hami-scheduler/devices/enflame"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
+	"github.com/hami-scheduler/hami-scheduler/devices/iluvatar"
+	"github.com/hami-scheduler/hami-scheduler/devices/kunlun"
+	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 	"github.com/hami-scheduler/hami-scheduler/devices/mthreads"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/devices/vastai"
@@ -33,6 +37,12 @@ var constructors = map[string]func(devices.Config) (devices.Vendor, error){
 	"enflame-drs": func(c devices.Config) (devices.Vendor, error) { return enflame.NewDRS(c) },
 	"vastai":      func(c devices.Config) (devices.Vendor, error) { return vastai.New(c) },
 	"biren":       func(c devices.Config) (devices.Vendor, error) { return biren.New(c) },
+	"kunlun":      func(c devices.Config) (devices.Vendor, error) { return kunlun.New(c) },
+	"kunlun-vxpu": func(c devices.Config) (devices.Vendor, error) { return kunlun.NewVXPU(c) },
+	"metax":       func(c devices.Config) (devices.Vendor, error) { return metax.NewGPU(c) },
+	"metax-sgpu":  func(c devices.Config) (devices.Vendor, error) { return metax.NewSGPU(c) },
+	"iluvatar":    func(c devices.Config) (devices.Vendor, error) { return iluvatar.New(c) },
+	"cambricon":   func(c devices.Config) (devices.Vendor, error) { return cambricon.New(c) },
 }
 
 // newAscend builds one Ascend chip from the ascend.Config in c.Vendor (one
@@ -54,7 +64,7 @@ func newAscend(c devices.Config) (devices.Vendor, error) {
 // fromDeviceConfigOnly are vendors whose settings only HAMi's device
 // config file carries (devices.Config.Vendor): they cannot be enabled by
 // name in the plugin's vendors list.
-var fromDeviceConfigOnly = map[string]bool{"ascend": true}
+var fromDeviceConfigOnly = map[string]bool{"ascend": true, "iluvatar": true}
 
 // Known lists the vendor names that can be configured by name (the
 // plugin's vendors list), sorted. Ascend chips come from the device config

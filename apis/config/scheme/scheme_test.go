@@ -166,6 +166,9 @@ vendors:
 		{"enableAscend", "deviceConfigFile: /config/device-config.yaml\nenableAscend: true\n", func(a *config.HAMiArgs) {
 			a.DeviceConfigFile, a.Vendors, a.EnableAscend = "/config/device-config.yaml", nil, true
 		}},
+		{"enableIluvatar", "deviceConfigFile: /config/device-config.yaml\nenableIluvatar: true\n", func(a *config.HAMiArgs) {
+			a.DeviceConfigFile, a.Vendors, a.EnableIluvatar = "/config/device-config.yaml", nil, true
+		}},
 		{"values are not validated here", "nodeSchedulerPolicy: fastest\n", func(a *config.HAMiArgs) {
 			a.NodeSchedulerPolicy = "fastest"
 		}},
@@ -250,6 +253,7 @@ func TestWriteConfig(t *testing.T) {
       apiVersion: kubescheduler.config.k8s.io/v1
       deviceConfigFile: ""
       enableAscend: false
+      enableIluvatar: false
       gpuSchedulerPolicy: spread
       kind: HAMiArgs
       nodeLockExpiry: 5m0s
@@ -268,6 +272,7 @@ func TestWriteConfig(t *testing.T) {
       apiVersion: kubescheduler.config.k8s.io/v1
       deviceConfigFile: /config/device-config.yaml
       enableAscend: false
+      enableIluvatar: false
       gpuSchedulerPolicy: spread
       kind: HAMiArgs
       nodeLockExpiry: 1m30s

@@ -42,6 +42,9 @@ func SetDefaults_HAMiArgs(obj *HAMiArgs) {
 	if obj.EnableAscend == nil {
 		obj.EnableAscend = ptr.To(false)
 	}
+	if obj.EnableIluvatar == nil {
+		obj.EnableIluvatar = ptr.To(false)
+	}
 	if len(obj.Vendors) == 0 && *obj.DeviceConfigFile == "" {
 		obj.Vendors = []VendorArgs{{Name: DefaultVendor}}
 	}

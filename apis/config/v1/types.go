@@ -42,6 +42,11 @@ type HAMiArgs struct {
 	// enables one Ascend chip; without it (default false) the vnpus
 	// section is read and reported but no Ascend vendor is made.
 	EnableAscend *bool `json:"enableAscend,omitempty"`
+	// EnableIluvatar is HAMi's --enable-iluvatar: with it, each entry of
+	// the device config file's iluvatars list that names its
+	// resourceCountName enables one Iluvatar chip; without it (default
+	// false) the entries are read and reported but no vendor is made.
+	EnableIluvatar *bool `json:"enableIluvatar,omitempty"`
 	// Vendors enables device vendors and sets their resource names and
 	// defaults, for clusters that do not come from HAMi. Default (when
 	// DeviceConfigFile is empty too): nvidia with HAMi's resource names.

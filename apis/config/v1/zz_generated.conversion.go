@@ -63,6 +63,9 @@ func autoConvert_v1_HAMiArgs_To_config_HAMiArgs(in *HAMiArgs, out *config.HAMiAr
 	if err := metav1.Convert_Pointer_bool_To_bool(&in.EnableAscend, &out.EnableAscend, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.EnableIluvatar, &out.EnableIluvatar, s); err != nil {
+		return err
+	}
 	out.Vendors = *(*[]config.VendorArgs)(unsafe.Pointer(&in.Vendors))
 	return nil
 }
@@ -89,6 +92,9 @@ func autoConvert_config_HAMiArgs_To_v1_HAMiArgs(in *config.HAMiArgs, out *HAMiAr
 		return err
 	}
 	if err := metav1.Convert_bool_To_Pointer_bool(&in.EnableAscend, &out.EnableAscend, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.EnableIluvatar, &out.EnableIluvatar, s); err != nil {
 		return err
 	}
 	out.Vendors = *(*[]VendorArgs)(unsafe.Pointer(&in.Vendors))

@@ -44,6 +44,11 @@ func (in *HAMiArgs) DeepCopyInto(out *HAMiArgs) {
 		*out = new(bool)
 		**out = **in
 	}
+	if in.EnableIluvatar != nil {
+		in, out := &in.EnableIluvatar, &out.EnableIluvatar
+		*out = new(bool)
+		**out = **in
+	}
 	if in.Vendors != nil {
 		in, out := &in.Vendors, &out.Vendors
 		*out = make([]VendorArgs, len(*in))

@@ -38,6 +38,9 @@ func ValidateHAMiArgs(path *field.Path, args *config.HAMiArgs, knownVendors []st
 	if args.EnableAscend && args.DeviceConfigFile == "" {
 		errs = append(errs, field.Forbidden(path.Child("enableAscend"), "needs deviceConfigFile: Ascend chips are configured by its vnpus.configs"))
 	}
+	if args.EnableIluvatar && args.DeviceConfigFile == "" {
+		errs = append(errs, field.Forbidden(path.Child("enableIluvatar"), "needs deviceConfigFile: Iluvatar chips are configured by its iluvatars list"))
+	}
 	seen := map[string]bool{}
 	for i := range args.Vendors {
 		errs = append(errs, validateVendor(path.Child("vendors").Index(i), &args.Vendors[i], knownVendors, seen)...)

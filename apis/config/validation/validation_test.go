@@ -64,6 +64,7 @@ func TestValidateHAMiArgs(t *testing.T) {
 			a.DeviceConfigFile, a.Vendors, a.EnableAscend = "/config/device-config.yaml", nil, true
 		}, nil},
 		{"enableAscend without deviceConfigFile", func(a *config.HAMiArgs) { a.EnableAscend = true }, []string{"FieldValueForbidden enableAscend"}},
+		{"enableIluvatar without deviceConfigFile", func(a *config.HAMiArgs) { a.EnableIluvatar = true }, []string{"FieldValueForbidden enableIluvatar"}},
 		{"no vendors at all (left to the vendor resolution)", func(a *config.HAMiArgs) { a.Vendors = nil }, nil},
 		{"vendors[].name required", func(a *config.HAMiArgs) { a.Vendors[0].Name = "" }, []string{"FieldValueRequired vendors[0].name"}},
 		{"vendors[].name unknown", func(a *config.HAMiArgs) { a.Vendors[0].Name = "hygon" }, []string{"FieldValueNotSupported vendors[0].name"}},
