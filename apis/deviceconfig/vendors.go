@@ -181,7 +181,6 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 	return enabled, sections
 }
 
-
 // vendorConfig maps the nvidia section onto the NVIDIA vendor's settings.
 func (n *NVIDIA) vendorConfig() devices.Config {
 	cfg := devices.Config{
