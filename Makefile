@@ -17,10 +17,12 @@ LDFLAGS     := -s -w -X $(VERSION_PKG).gitVersion=$(GIT_VERSION) -X $(VERSION_PK
 RACE_PKGS   := ./devices/... ./plugins/...
 
 # make bench-e2e sizes (see docs/benchmarks.md).
-BENCH_NODES ?= 500
-BENCH_PODS  ?= 4000
+BENCH_NODES ?= 200
+BENCH_PODS  ?= 1000
+# More flags for test/perf, e.g. BENCH_ARGS="-node-side=fast -policies=binpack -arrivals=backlog".
+BENCH_ARGS  ?=
 
-.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean generate verify-generate layout fuzz manifests
+.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean generate verify-generate layout fuzz test-chaos manifests
 
 all: build
 
@@ -60,7 +62,7 @@ bench:
 
 # End-to-end throughput on the in-process control plane (test/perf).
 bench-e2e:
-	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 60m ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS)
+	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 60m ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS) $(BENCH_ARGS)
 
 lint: vet fmt verify-generate layout
 
@@ -78,6 +80,12 @@ generate:
 verify-generate:
 	@tmp=$$(mktemp -d); cp -r apis "$$tmp/"; ./hack/update-codegen.sh; \
 	if ! diff -r "$$tmp/apis" apis >/dev/null; then diff -r "$$tmp/apis" apis; echo "generated code is stale: run make generate"; rm -rf "$$tmp"; exit 1; fi; rm -rf "$$tmp"
+
+# The chaos suite on the in-process control plane: 10 seeds (make test runs
+# one, the short variant); CHAOS_SEED=n replays one seed.
+CHAOS_SEEDS ?= 10
+test-chaos:
+	$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' ./test/e2e -args -chaos-seeds=$(CHAOS_SEEDS) $(if $(CHAOS_SEED),-chaos-seed=$(CHAOS_SEED))
 
 # Every fuzz target for FUZZTIME (default 30s); FUZZ_PKGS narrows it.
 fuzz:

@@ -54,3 +54,12 @@ type SliceReader interface {
 	// annotation, and ApplyReservations fails the pod's mig cards closed).
 	PodSlices(pod *corev1.Pod) []SliceReservation
 }
+
+// NodeLocker is a vendor that says which node lock HAMi takes for it:
+// NodeLock returns NodeLock (hami.io/mutex.lock) for the shared lock and ""
+// when HAMi takes none for the vendor (Moore Threads, AWS Neuron, Enflame),
+// whose device plugins never release one. A vendor without it takes the
+// shared lock.
+type NodeLocker interface {
+	NodeLock() string
+}

@@ -21,6 +21,7 @@ const (
 	reasonCoresFull
 	reasonSlice
 	reasonNUMA
+	reasonVendor
 	numReasons
 )
 
@@ -37,6 +38,37 @@ var reasonText = [numReasons]string{
 	reasonCoresFull: "cores fully used",
 	reasonSlice:     "no free MIG slice for the memory",
 	reasonNUMA:      "dropped for another NUMA node",
+	reasonVendor:    "vendor rule",
+}
+
+// Refusal is why a vendor's CardCheck refuses a card; it is counted in the
+// Rejection like the shared rules.
+type Refusal = rejectReason
+
+// Refusals a CardCheck may return.
+const (
+	RefuseUUID      Refusal = reasonUUID
+	RefuseShares    Refusal = reasonShares
+	RefuseExclusive Refusal = reasonExclusive
+	RefuseMemory    Refusal = reasonMemory
+	RefuseCores     Refusal = reasonCores
+	RefuseCoresFull Refusal = reasonCoresFull
+	RefuseVendor    Refusal = reasonVendor
+)
+
+// CardCheck is a vendor's per-card rule (FitOptions.Check). ci is the
+// container's index, placed the assignment of the earlier containers of
+// its phase (init containers: earlier init containers; regular: earlier
+// regular containers), u the card's usage as the shared walk sees it. It
+// returns the grant the card gives, or ok false and why it refuses.
+type CardCheck func(ci int, c *Card, u Usage, r Request, placed Assignment) (g Grant, why Refusal, ok bool)
+
+// StandardRefusal applies the shared per-card rules (uuid, shares,
+// exclusive, memory, cores, 100 cores alone, cores full) that FitPod
+// applies after health, cordon, type and mode; vendors whose CardCheck
+// adds a rule to the standard ones call it.
+func StandardRefusal(c *Card, u Usage, r *Request, p *Preferences) (Refusal, bool) {
+	return cardRefuses(c, u, r.MemoryOn(c), min(r.Cores, 100), p.Exclusive, p)
 }
 
 // Rejection says why a pod does not fit on a node's cards: the first
@@ -89,6 +121,37 @@ func (r *Rejection) Reason() string {
 	return strings.Join(parts, ", ")
 }
 
+// Summary renders the rejection without anything that depends on the
+// node (no card counts), e.g. "insufficient memory, all shares in use":
+// the reason words, in a fixed order, so that the same cause on different
+// nodes reads the same and kube-scheduler's FailedScheduling message can
+// count the nodes per reason. Reason keeps the per-node detail.
+func (r *Rejection) Summary() string {
+	if r.invalid != "" {
+		return r.invalid
+	}
+	if int(r.Wanted) > r.Cards && r.counts == [numReasons]int32{} && r.Fitting == 0 {
+		return "fewer cards than wanted"
+	}
+	var parts []string
+	for reason, n := range r.counts {
+		if n > 0 {
+			parts = append(parts, reasonText[reason])
+		}
+	}
+	if r.Fitting > 0 {
+		if r.NUMABind {
+			parts = append(parts, "not enough free cards on one NUMA node")
+		} else {
+			parts = append(parts, "not enough free cards")
+		}
+	}
+	if len(parts) == 0 {
+		return "no card"
+	}
+	return strings.Join(parts, ", ")
+}
+
 // FitPod places every container of req on the node's cards as HAMi v2.10
 // does. cards and used are index-aligned; used is not modified. vendor is
 // the word written into each Grant. It returns one entry per container
@@ -127,6 +190,10 @@ type FitOptions struct {
 	// card scores keep Card.Cores. HAMi's Ascend hami-core mode checks
 	// against 100 and scores with the registered devcore.
 	CoreTotal int32
+	// Check, when not nil, replaces the per-card rules that follow the
+	// health, cordon, type, mode and NUMA steps (uuid, shares, mutex,
+	// memory, cores) and makes the grant; see CardCheck.
+	Check CardCheck
 }
 
 // FitPodWith is FitPod with a vendor's extra rules (see FitOptions).
@@ -147,7 +214,7 @@ func FitPodWith(vendor string, cards []Card, used []Usage, req *PodRequest, opts
 		order = append(order, i)
 	}
 	keys = keys[:len(cards)]
-	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault(), pick: opts.Pick, coreTotal: opts.CoreTotal}
+	f := fitter{vendor: vendor, prefs: p, policy: pol, weights: p.Weights.orDefault(), pick: opts.Pick, coreTotal: opts.CoreTotal, check: opts.Check}
 
 	a := make(Assignment, len(req.Containers))
 	inits := max(min(req.Inits, len(req.Containers)), 0)
@@ -158,6 +225,7 @@ func FitPodWith(vendor string, cards []Card, used []Usage, req *PodRequest, opts
 		for j := range order {
 			order[j] = j
 		}
+		f.ci, f.placed = i, a[:i]
 		grants, rej := f.fitContainer(cards, order, keys, used, &r)
 		if rej != nil {
 			rej.Container = i
@@ -187,6 +255,7 @@ func FitPodWith(vendor string, cards []Card, used []Usage, req *PodRequest, opts
 			continue
 		}
 		i := inits + k
+		f.ci, f.placed = i, a[inits:i]
 		grants, rej := f.fitContainer(cards, order, keys, used, &r)
 		if rej != nil {
 			rej.Container = i
@@ -215,6 +284,11 @@ type fitter struct {
 	weights   ScoringWeights
 	pick      GroupPicker
 	coreTotal int32
+	check     CardCheck
+	// ci and placed are the container being fitted and the assignment of
+	// the earlier containers of its phase (for check).
+	ci     int
+	placed Assignment
 	// taken holds, per card, the MIG slices earlier containers of the pod
 	// took; nil until one takes a slice.
 	taken []uint8
@@ -310,6 +384,25 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 			}
 			grants, picked = grants[:0], picked[:0]
 			prevNUMA = c.NUMA
+		}
+		if f.check != nil {
+			g, why, ok := f.check(f.ci, c, used[i], *r, f.placed)
+			if !ok {
+				if why < 0 || why >= numReasons {
+					why = reasonVendor
+				}
+				counts[why]++
+				continue
+			}
+			if grants == nil {
+				grants = make([]Grant, 0, capacity)
+			}
+			grants = append(grants, g)
+			picked = append(picked, i)
+			if !collect && int32(len(grants)) == r.Count {
+				return grants, nil
+			}
+			continue
 		}
 		mem := r.MemoryOn(c)
 		checked := c

@@ -633,6 +633,43 @@ func TestRejectionReason(t *testing.T) {
 	}
 }
 
+// TestRejectionSummary: the summary names the reasons without card counts,
+// so the same cause reads the same on nodes of different sizes.
+func TestRejectionSummary(t *testing.T) {
+	tests := []struct {
+		name string
+		rej  Rejection
+		want string
+	}{
+		{name: "nothing known", rej: Rejection{Cards: 3}, want: "no card"},
+		{name: "more cards wanted than the node has", rej: Rejection{Cards: 2, Wanted: 3}, want: "fewer cards than wanted"},
+		{
+			name: "reasons in a fixed order, no counts",
+			rej:  Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 2, reasonShares: 6}},
+			want: "all shares in use, insufficient memory",
+		},
+		{
+			name: "free cards on one NUMA node",
+			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numReasons]int32{reasonCordoned: 1}},
+			want: "cordoned, not enough free cards on one NUMA node",
+		},
+		{name: "free cards", rej: Rejection{Cards: 4, Wanted: 3, Fitting: 2}, want: "not enough free cards"},
+		{name: "invalid pod", rej: Rejection{Container: -1, Unresolvable: true, invalid: "bad annotation"}, want: "bad annotation"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.rej.Summary(); got != tt.want {
+				t.Errorf("Summary() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+	small := Rejection{Cards: 2, counts: [numReasons]int32{reasonMemory: 2}}
+	big := Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 5}}
+	if small.Summary() != big.Summary() {
+		t.Errorf("the same cause on nodes of 2 and 8 cards reads %q and %q", small.Summary(), big.Summary())
+	}
+}
+
 // TestFitPodWith: a GroupPicker sees every card that passed, in walk order
 // with its card index, only for containers asking more than one card; a
 // pick of the wrong size refuses; CoreTotal changes the checks, not the
@@ -694,4 +731,59 @@ func TestFitPodWith(t *testing.T) {
 	if _, rej = FitPodWith("NVIDIA", small, make([]Usage, 2), &req, FitOptions{CoreTotal: 100}); rej != nil {
 		t.Errorf("CoreTotal 100: %s", rej.Reason())
 	}
+}
+
+// TestFitPodWithCheck: a vendor's Check replaces the shared per-card rules,
+// makes the grant, sees the earlier containers of the phase, and its
+// refusals show in the rejection.
+func TestFitPodWithCheck(t *testing.T) {
+	cards := []Card{
+		{UUID: "a", Split: 1, MemoryMiB: 100, Cores: 100, Model: "X", Healthy: true},
+		{UUID: "b", Split: 1, MemoryMiB: 100, Cores: 100, Model: "X", Healthy: true},
+	}
+	used := make([]Usage, 2)
+	var seen []int
+	check := func(ci int, c *Card, u Usage, r Request, placed Assignment) (Grant, Refusal, bool) {
+		seen = append(seen, len(placed))
+		for _, ctr := range placed {
+			for _, g := range ctr {
+				if g.UUID != c.UUID {
+					return Grant{}, RefuseVendor, false
+				}
+			}
+		}
+		return Grant{UUID: c.UUID, Vendor: c.Model + "-typed", MemoryMiB: 7, Cores: 1}, 0, true
+	}
+	one := Request{Count: 1}
+	// Split 1 would refuse the second container on the shared rules; the
+	// check lets it share card b (the last card walked).
+	req := PodRequest{Containers: []Request{one, one}}
+	a, rej := FitPodWith("V", cards, used, &req, FitOptions{Check: check})
+	if rej != nil {
+		t.Fatalf("rejected: %s", rej.Reason())
+	}
+	want := Assignment{{{UUID: "b", Vendor: "X-typed", MemoryMiB: 7, Cores: 1}}, {{UUID: "b", Vendor: "X-typed", MemoryMiB: 7, Cores: 1}}}
+	if EncodeAssignment(a) != EncodeAssignment(want) {
+		t.Fatalf("got %s, want %s", EncodeAssignment(a), EncodeAssignment(want))
+	}
+	if seen[0] != 0 || seen[len(seen)-1] != 1 {
+		t.Fatalf("placed lengths seen %v, want 0 then 1", seen)
+	}
+	two := PodRequest{Containers: []Request{one, {Count: 2}}}
+	_, rej = FitPodWith("V", cards, used, &two, FitOptions{Check: check})
+	if rej == nil || !containsReason(rej.Reason(), "vendor rule") {
+		t.Fatalf("want a vendor-rule rejection, got %+v", rej)
+	}
+	if r, ok := StandardRefusal(&cards[0], Usage{Sharers: 1}, &one, &Preferences{}); !ok || r != RefuseShares {
+		t.Fatalf("StandardRefusal = %v, %v; want shares", r, ok)
+	}
+}
+
+func containsReason(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if s[i:i+len(sub)] == sub {
+			return true
+		}
+	}
+	return false
 }

@@ -176,7 +176,21 @@ type SliceReservation struct {
 	UUID      string
 	Profile   string
 	Placement MIGPlacement
+	// Runtime is the MIG instance the device plugin created for the slice,
+	// once it has reported it; zero before (the scheduler never writes it).
+	Runtime MIGRuntime
 }
+
+// MIGRuntime is the identity of a created MIG instance, as HAMi's device
+// plugin adds it to hami.io/vgpu-mig-allocations: all three or none.
+type MIGRuntime struct {
+	UUID            string
+	GPUInstance     uint32
+	ComputeInstance uint32
+}
+
+// Ready reports whether the device plugin has reported the instance.
+func (r MIGRuntime) Ready() bool { return r.UUID != "" }
 
 // Reservations lists the MIG slices an assignment's grants carry, in
 // container then card order; nil when there are none.

@@ -28,6 +28,7 @@ type Vendor interface {
 	Fit(cards []Card, used []Usage, req *PodRequest) (Assignment, *Rejection)
 	// AssignmentAnnotations are the pod annotation keys of the assignment:
 	// the one the device plugin consumes and the one kept for accounting.
+	// toAllocate is empty for vendors whose plugin reads only allocated.
 	AssignmentAnnotations() (toAllocate, allocated string)
 	// Default applies admission defaults to one container and reports
 	// whether the container asks for this vendor's devices. It may change

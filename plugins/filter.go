@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -31,8 +32,14 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
-	fit, st := p.fitNode(s, pod, node.Name)
+	fit, st, detail := p.fitNode(s, pod, node.Name)
 	if !st.IsSuccess() {
+		// The status message is the same for the same cause on any node,
+		// so that kube-scheduler's FailedScheduling counts nodes per
+		// reason; the node's own detail goes to the log and to HAMi's
+		// FilteringFailed event.
+		klog.FromContext(ctx).V(4).Info("Node's devices do not fit the pod", "pod", klog.KObj(pod), "node", node.Name, "reason", st.Message(), "detail", detail)
+		s.rejections.add(node.Name, st.Message(), detail)
 		return st
 	}
 	s.setFit(node.Name, fit)
@@ -40,9 +47,10 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 }
 
 // fitNode places the pod on the node's cards (as this cycle sees them) and
-// computes the node's score.
-func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (*nodeFit, *fwk.Status) {
-	fit := &nodeFit{}
+// computes the node's score. A status that turns the node away carries a
+// node-independent message; detail is the node's own account of it.
+func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (fit *nodeFit, st *fwk.Status, detail string) {
+	fit = &nodeFit{}
 	fit.assignments = fit.single[:]
 	vendors := p.registry.Vendors()
 	if len(vendors) > 1 {
@@ -64,14 +72,14 @@ func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (*node
 		switch {
 		case errors.Is(err, devicecache.ErrUnknownNode):
 			p.rejected.add(pod)
-			return nil, fwk.NewStatus(fwk.Unschedulable, "node's devices not known yet")
+			return nil, fwk.NewStatus(fwk.Unschedulable, "node's devices not known yet"), err.Error()
 		case err != nil:
 			p.rejected.add(pod)
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices unusable: "+err.Error())
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices unusable"), err.Error()
 		case len(cards) == 0:
-			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no "+v.Name()+" device on node")
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "no "+v.Name()+" device on node"), ""
 		case heldFor != "":
-			return nil, fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: freed for nominated pod "+heldFor)
+			return nil, fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: held for a nominated pod"), "freed for nominated pod " + heldFor
 		}
 		a, rej := v.Fit(cards, used, req)
 		if rej != nil && !rej.Unresolvable && p.releaseGone(nodeName, cards, used, vi) {
@@ -80,14 +88,14 @@ func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (*node
 		if rej != nil {
 			if rej.Unresolvable {
 				// The pod's own annotations cannot be honoured on any node.
-				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices: "+rej.Reason())
+				return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, v.Name()+" devices: "+rej.Summary()), rej.Reason()
 			}
 			p.rejected.add(pod)
-			return nil, fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: "+rej.Reason())
+			return nil, fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: "+rej.Summary()), rej.Reason()
 		}
-		if why := p.exceedsQuota(pod, vi, v, a, req.Inits); why != "" {
+		if key, why := p.exceedsQuota(pod, vi, v, a, req.Inits); why != "" {
 			p.rejected.add(pod)
-			return nil, fwk.NewStatus(fwk.Unschedulable, "exceeding resource quota: "+why)
+			return nil, fwk.NewStatus(fwk.Unschedulable, "exceeding resource quota: "+string(key)), why
 		}
 		fit.assignments[vi] = a
 		tally.Add(cards, used)
@@ -96,7 +104,7 @@ func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (*node
 		}
 	}
 	fit.score = tally.Score() + float32(vendorScore)
-	return fit, nil
+	return fit, nil, ""
 }
 
 // releaseGone subtracts from used what pods hold that the informer's

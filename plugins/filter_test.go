@@ -76,24 +76,27 @@ func TestFilter(t *testing.T) {
 		pod      *corev1.Pod
 		node     string
 		wantCode fwk.Code
-		wantMsg  string
+		// wantReason is the status message: the same on any node.
+		wantReason string
+		// wantMsg is in the node's detail.
+		wantMsg string
 		// wantCards is the number of grants per container on success.
 		wantCards []int
 	}{
 		{name: "fits", pod: gpuPod("a", gpu(1, 3000, 20)), node: "small", wantCards: []int{1}},
 		{name: "insufficient memory names the count of cards", pod: gpuPod("a", gpu(1, 5000, 20)), node: "small",
-			wantCode: fwk.Unschedulable, wantMsg: "2/2 cards: insufficient memory"},
+			wantCode: fwk.Unschedulable, wantReason: "insufficient NVIDIA devices: insufficient memory", wantMsg: "2/2 cards: insufficient memory"},
 		{name: "two cards on two", pod: gpuPod("a", gpu(2, 1000, 0)), node: "small", wantCards: []int{2}},
 		{name: "three cards on two", pod: gpuPod("a", gpu(3, 1000, 0)), node: "small",
-			wantCode: fwk.Unschedulable, wantMsg: "3 cards wanted, node has 2"},
+			wantCode: fwk.Unschedulable, wantReason: "insufficient NVIDIA devices: fewer cards than wanted", wantMsg: "3 cards wanted, node has 2"},
 		{name: "unhealthy card", pod: gpuPod("a", gpu(1, 1000, 0)), node: "sick",
-			wantCode: fwk.Unschedulable, wantMsg: "1/1 cards: unhealthy"},
+			wantCode: fwk.Unschedulable, wantReason: "insufficient NVIDIA devices: unhealthy", wantMsg: "1/1 cards: unhealthy"},
 		{name: "cordoned card is avoided", pod: gpuPod("a", gpu(2, 1000, 0)), node: "cordoned",
-			wantCode: fwk.Unschedulable, wantMsg: "1/2 cards: cordoned"},
+			wantCode: fwk.Unschedulable, wantReason: "insufficient NVIDIA devices: cordoned, not enough free cards", wantMsg: "1/2 cards: cordoned"},
 		{name: "garbage register annotation", pod: gpuPod("a", gpu(1, 1000, 0)), node: "garbage",
-			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: nvidia.RegisterAnnotation},
+			wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "NVIDIA devices unusable", wantMsg: nvidia.RegisterAnnotation},
 		{name: "device plugin not serving", pod: gpuPod("a", gpu(1, 1000, 0)), node: "unserved",
-			wantCode: fwk.UnschedulableAndUnresolvable, wantMsg: "allocatable nvidia.com/gpu is 0"},
+			wantCode: fwk.UnschedulableAndUnresolvable, wantReason: "NVIDIA devices unusable", wantMsg: "allocatable nvidia.com/gpu is 0"},
 		{name: "multi-container pod on eight cards", node: "big",
 			pod:       gpuPod("a", nil, gpu(2, 2000, 30), gpu(1, 0, 0), gpu(4, 1000, 10)),
 			wantCards: []int{0, 2, 1, 4}},
@@ -109,8 +112,11 @@ func TestFilter(t *testing.T) {
 			if st.Code() != tt.wantCode {
 				t.Fatalf("code = %v (%q), want %v", st.Code(), st.Message(), tt.wantCode)
 			}
-			if !strings.Contains(st.Message(), tt.wantMsg) {
-				t.Errorf("message %q does not contain %q", st.Message(), tt.wantMsg)
+			if tt.wantReason != "" && st.Message() != tt.wantReason {
+				t.Errorf("message %q, want %q", st.Message(), tt.wantReason)
+			}
+			if msg := explained(state, tt.node, st); !strings.Contains(msg, tt.wantMsg) {
+				t.Errorf("message and detail %q do not contain %q", msg, tt.wantMsg)
 			}
 			if tt.wantCards == nil {
 				return

@@ -31,7 +31,7 @@ type fakeHandle struct {
 	fwk.Handle
 	client    clientset.Interface
 	informers informers.SharedInformerFactory
-	recorder  *events.FakeRecorder
+	recorder  *eventLog
 
 	mu        sync.Mutex
 	activated []string
@@ -56,6 +56,39 @@ func (h *fakeHandle) activations() []string {
 	return append([]string(nil), h.activated...)
 }
 
+// recordedEvent is one event the plugin recorded.
+type recordedEvent struct {
+	object, eventType, reason, action, note string
+}
+
+// eventLog records events without bound (events.FakeRecorder blocks once
+// its channel is full).
+type eventLog struct {
+	mu     sync.Mutex
+	events []recordedEvent
+}
+
+func (l *eventLog) Eventf(regarding, _ runtime.Object, eventType, reason, action, note string, args ...any) {
+	name := ""
+	if o, ok := regarding.(metav1.Object); ok {
+		name = o.GetNamespace() + "/" + o.GetName()
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.events = append(l.events, recordedEvent{object: name, eventType: eventType, reason: reason, action: action, note: fmt.Sprintf(note, args...)})
+}
+
+func (l *eventLog) WithLogger(klog.Logger) events.EventRecorderLogger { return l }
+
+// take returns the events recorded so far and forgets them.
+func (l *eventLog) take() []recordedEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := l.events
+	l.events = nil
+	return out
+}
+
 // harness is a plugin over a fake API server holding objs.
 type harness struct {
 	t      testing.TB
@@ -72,7 +105,7 @@ func newHarness(t testing.TB, args *configv1.HAMiArgs, objs ...runtime.Object) *
 	h := &harness{t: t, ctx: ctx, client: client, handle: &fakeHandle{
 		client:    client,
 		informers: informers.NewSharedInformerFactory(client, 0),
-		recorder:  events.NewFakeRecorder(100),
+		recorder:  &eventLog{},
 	}}
 	pl, err := New(ctx, rawArgs(t, args), h.handle)
 	if err != nil {
@@ -202,4 +235,17 @@ func (h *harness) filter(pod *corev1.Pod, node string) (fwk.CycleState, *fwk.Sta
 		return state, st
 	}
 	return state, h.plugin.Filter(h.ctx, state, pod, ni)
+}
+
+// explained is Filter's status message followed by the node's own detail
+// that Filter recorded for HAMi's FilteringFailed event.
+func explained(state fwk.CycleState, node string, st *fwk.Status) string {
+	s, err := readState(state)
+	if err != nil || s == nil {
+		return st.Message()
+	}
+	if r, ok := s.rejections.snapshot()[node]; ok && r.detail != "" {
+		return st.Message() + " (" + r.detail + ")"
+	}
+	return st.Message()
 }

@@ -1,6 +1,8 @@
 package plugins
 
 import (
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -30,6 +32,9 @@ func (p *Plugin) setNode(logger klog.Logger, node *corev1.Node) {
 	}
 	defer p.retryRejected(logger, "node devices changed")
 	for vi, v := range p.registry.Vendors() {
+		if err := p.cache.InventoryErr(node.Name, vi); err != nil {
+			undecodableAnnotations.WithLabelValues("node").Inc()
+		}
 		if _, _, err := p.cache.Snapshot(node.Name, vi, nil); err != nil {
 			logger.Info("Node's devices cannot be used", "node", klog.KObj(node), "vendor", v.Name(), "reason", err.Error())
 			p.handle.EventRecorder().Eventf(node, nil, corev1.EventTypeWarning, "InvalidDeviceInventory", "Scheduling",
@@ -57,7 +62,9 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 		p.rejected.remove(pod.UID)
 	}
 	held := p.cache.HasAssignment(pod)
+	p.handOvers.observe(pod, time.Now())
 	if err := p.cache.SetPod(pod); err != nil {
+		undecodableAnnotations.WithLabelValues("pod").Inc()
 		logger.Error(err, "Pod's device assignment cannot be read; its node's cards are held until it is gone", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
 		p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InvalidDeviceAssignment", "Scheduling",
 			"device assignment annotation cannot be read; the node's cards take no new pod until this pod is gone or its annotation is fixed: %v", err)
@@ -73,6 +80,7 @@ func (p *Plugin) onPodDelete(logger klog.Logger, obj any) {
 	}
 	if pod, ok := obj.(*corev1.Pod); ok {
 		p.rejected.remove(pod.UID)
+		p.handOvers.drop(pod.UID)
 		if p.cache.RemovePod(pod) {
 			logger.V(5).Info("Pod left the device cache", "pod", klog.KObj(pod))
 			p.retryRejected(logger, "a pod holding devices was deleted")

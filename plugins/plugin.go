@@ -40,6 +40,8 @@ type Plugin struct {
 	// synced reports whether the cache has seen every node and pod the
 	// informers listed at start.
 	synced func() bool
+	// handOvers times each pod's hand-over to its device plugin.
+	handOvers handOvers
 }
 
 var (
@@ -50,6 +52,8 @@ var (
 	_ fwk.PreBindPlugin       = &Plugin{}
 	_ fwk.EnqueueExtensions   = &Plugin{}
 	_ fwk.PreFilterExtensions = &Plugin{}
+	_ fwk.PostFilterPlugin    = &Plugin{}
+	_ fwk.PostBindPlugin      = &Plugin{}
 )
 
 // New builds the plugin from its args and wires the device cache to the
@@ -75,9 +79,12 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 		cache:    devicecache.New(registry),
 		locker:   nodelock.New(handle.ClientSet(), args.NodeLockExpiry.Duration, args.NodeLockWait.Duration),
 	}
+	RegisterMetrics()
+	p.locker.Observer = lockObserver
 	if err := p.watch(logger); err != nil {
 		return nil, err
 	}
+	metricSources.add(ctx, p)
 	return p, nil
 }
 

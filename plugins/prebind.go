@@ -40,6 +40,8 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	logger := klog.FromContext(ctx)
 	s, fit, st := p.chosenFit(ctx, state, pod, nodeName)
 	if st != nil {
+		preBindFailed("fit")
+		p.bindingFailed(pod, st.AsError())
 		return st
 	}
 	if s == nil {
@@ -48,15 +50,20 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	}
 	patch, err := p.assignmentPatch(pod, nodeName, fit, time.Now())
 	if err != nil {
+		preBindFailed("annotation")
+		p.bindingFailed(pod, err)
 		return fwk.AsStatus(err)
 	}
 	// One lock for the pod, however many vendors it asks (HAMi's vendors
 	// share hami.io/mutex.lock), and only when a regular container asks:
 	// HAMi's LockNode looks at spec.containers alone.
-	lock := regularAsks(s.requests)
+	lock := regularAsks(p.registry.Vendors(), s.requests)
 	if lock {
 		if err := p.locker.Lock(ctx, nodeName, pod); err != nil {
-			return fwk.AsStatus(fmt.Errorf("lock node %s: %w", nodeName, err))
+			preBindFailed(lockFailure(err))
+			err = fmt.Errorf("lock node %s: %w", nodeName, err)
+			p.bindingFailed(pod, err)
+			return fwk.AsStatus(err)
 		}
 	}
 	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
@@ -66,8 +73,12 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 				logger.Error(rerr, "Releasing node lock after a failed pod patch", "node", nodeName, "pod", klog.KObj(pod))
 			}
 		}
-		return fwk.AsStatus(fmt.Errorf("write device assignment to pod: %w", err))
+		preBindFailed(patchFailure(err))
+		err = fmt.Errorf("write device assignment to pod: %w", err)
+		p.bindingFailed(pod, err)
+		return fwk.AsStatus(err)
 	}
+	p.handOvers.start(pod.UID, time.Now())
 	s.mu.Lock()
 	s.handedOver = nodeName
 	s.mu.Unlock()
@@ -76,9 +87,16 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 }
 
 // regularAsks reports whether a regular (not init) container of the pod
-// asks for a device of any vendor.
-func regularAsks(requests []devices.PodRequest) bool {
+// asks for a device of a vendor that takes the node lock: every vendor but
+// those whose devices.NodeLocker names none. requests are index-aligned
+// with vendors.
+func regularAsks(vendors []devices.Vendor, requests []devices.PodRequest) bool {
 	for i := range requests {
+		if i < len(vendors) {
+			if nl, ok := vendors[i].(devices.NodeLocker); ok && nl.NodeLock() == "" {
+				continue
+			}
+		}
 		r := &requests[i]
 		for _, c := range r.Containers[min(max(r.Inits, 0), len(r.Containers)):] {
 			if !c.IsZero() {
@@ -94,6 +112,8 @@ func regularAsks(requests []devices.PodRequest) bool {
 // lock, as HAMi's extender does when its bind fails.
 func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName string) {
 	logger := klog.FromContext(ctx)
+	p.handOvers.drop(pod.UID)
+	p.bindingFailed(pod, fmt.Errorf("pod was not bound to node %s; its device assignment is marked %s and the node lock released", nodeName, devices.BindPhaseFailed))
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	// PreBind wrote annotations, so the map exists.
@@ -129,7 +149,11 @@ func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit,
 		}
 		encoded := devices.EncodeAssignment(a)
 		toAllocate, allocated := v.AssignmentAnnotations()
-		annotations[toAllocate] = encoded
+		// Some vendors' device plugins read no to-allocate key (HAMi
+		// writes none for Moore Threads, AWS Neuron, Enflame DRS).
+		if toAllocate != "" {
+			annotations[toAllocate] = encoded
+		}
 		annotations[allocated] = encoded
 	}
 	for vi, v := range p.registry.Vendors() {

@@ -172,8 +172,8 @@ func TestAddPodCountsNominatedPods(t *testing.T) {
 				}
 			}
 			st = h.plugin.Filter(h.ctx, sim, tt.pod, ni)
-			if st.Code() != tt.wantCode || !strings.Contains(st.Message(), tt.wantMsg) {
-				t.Errorf("Filter = %v %q, want %v %q", st.Code(), st.Message(), tt.wantCode, tt.wantMsg)
+			if msg := explained(state, "n1", st); st.Code() != tt.wantCode || !strings.Contains(msg, tt.wantMsg) {
+				t.Errorf("Filter = %v %q, want %v %q", st.Code(), msg, tt.wantCode, tt.wantMsg)
 			}
 			// The simulation stays in the clone.
 			if s, _ := readState(state); len(s.nominated) != 0 || len(s.removed) != 0 {

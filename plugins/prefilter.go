@@ -26,6 +26,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 		requests:   requests,
 		nodePolicy: p.nodePolicy(pod),
 		fits:       make(map[string]*nodeFit, len(nodes)),
+		rejections: &nodeRejections{},
 	})
 	return nil, nil
 }

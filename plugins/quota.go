@@ -69,6 +69,21 @@ func (q *quotaLimits) limit(namespace string, name corev1.ResourceName) (int64, 
 	return v, ok
 }
 
+// all returns a copy of every namespace's limits.
+func (q *quotaLimits) all() map[string]map[corev1.ResourceName]int64 {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	out := make(map[string]map[corev1.ResourceName]int64, len(q.limits))
+	for ns, byName := range q.limits {
+		cp := make(map[corev1.ResourceName]int64, len(byName))
+		for k, v := range byName {
+			cp[k] = v
+		}
+		out[ns] = cp
+	}
+	return out
+}
+
 // quotaResources lists the memory and cores resources of every vendor.
 func (p *Plugin) quotaResources() []corev1.ResourceName {
 	var names []corev1.ResourceName
@@ -109,16 +124,16 @@ func (p *Plugin) watchQuotas() (cache.ResourceEventHandlerRegistration, error) {
 	})
 }
 
-// exceedsQuota reports why placing assignment a (vendor vi) would take the
-// pod's namespace past its device quota, counting every pod the cache
-// holds there, assumed ones included, so a burst cannot overshoot. ""
-// means it fits.
-func (p *Plugin) exceedsQuota(pod *corev1.Pod, vi int, v devices.Vendor, a devices.Assignment, inits int) string {
+// exceedsQuota reports which quota key (e.g. limits.nvidia.com/gpumem)
+// placing assignment a (vendor vi) would take the pod's namespace past, and
+// why, counting every pod the cache holds there, assumed ones included, so
+// a burst cannot overshoot. "" means it fits.
+func (p *Plugin) exceedsQuota(pod *corev1.Pod, vi int, v devices.Vendor, a devices.Assignment, inits int) (key corev1.ResourceName, why string) {
 	r := v.Resources()
 	memLimit, memSet := p.quotas.limit(pod.Namespace, r.Memory)
 	coreLimit, coreSet := p.quotas.limit(pod.Namespace, r.Cores)
 	if !memSet && !coreSet {
-		return ""
+		return "", ""
 	}
 	need := devicecache.AssignmentUse(a, inits)
 	used := p.cache.NamespaceUse(pod.Namespace, vi)
@@ -127,11 +142,11 @@ func (p *Plugin) exceedsQuota(pod *corev1.Pod, vi int, v devices.Vendor, a devic
 			memLimit *= int64(scaler.MemoryFactor())
 		}
 		if used.MemoryMiB+need.MemoryMiB > memLimit {
-			return fmt.Sprintf("%s quota: %d used + %d asked > %d", quotaKey(r.Memory), used.MemoryMiB, need.MemoryMiB, memLimit)
+			return quotaKey(r.Memory), fmt.Sprintf("%s quota: %d used + %d asked > %d", quotaKey(r.Memory), used.MemoryMiB, need.MemoryMiB, memLimit)
 		}
 	}
 	if coreSet && used.Cores+need.Cores > coreLimit {
-		return fmt.Sprintf("%s quota: %d used + %d asked > %d", quotaKey(r.Cores), used.Cores, need.Cores, coreLimit)
+		return quotaKey(r.Cores), fmt.Sprintf("%s quota: %d used + %d asked > %d", quotaKey(r.Cores), used.Cores, need.Cores, coreLimit)
 	}
-	return ""
+	return "", ""
 }

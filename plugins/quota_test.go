@@ -42,7 +42,7 @@ func TestQuotaInFilter(t *testing.T) {
 			placed: []*corev1.Pod{gpuPod("a", gpu(1, 2000, 0))}, pod: gpuPod("p", gpu(1, 3000, 0))},
 		{name: "assumed pods count: a burst cannot overshoot", quota: map[string]int64{"limits.nvidia.com/gpumem": 5000},
 			placed: []*corev1.Pod{gpuPod("a", gpu(1, 3000, 0))}, pod: gpuPod("p", gpu(1, 3000, 0)),
-			wantErr: "exceeding resource quota: limits.nvidia.com/gpumem quota: 3000 used + 3000 asked > 5000"},
+			wantErr: "limits.nvidia.com/gpumem quota: 3000 used + 3000 asked > 5000"},
 		{name: "percentage counts the MiB it resolves to", quota: map[string]int64{"limits.nvidia.com/gpumem": 5000},
 			pod: gpuPod("p", withPercent(gpu(1, 0, 0), 60)), wantErr: "0 used + 6000 asked > 5000"},
 		{name: "whole card counts its memory", quota: map[string]int64{"limits.nvidia.com/gpumem": 5000},
@@ -68,15 +68,18 @@ func TestQuotaInFilter(t *testing.T) {
 			for _, p := range tt.placed {
 				h.schedule(p, "n1")
 			}
-			_, st := h.filter(tt.pod, "n1")
+			state, st := h.filter(tt.pod, "n1")
 			if tt.wantErr == "" {
 				if !st.IsSuccess() {
 					t.Fatalf("Filter: %v, want a fit", st)
 				}
 				return
 			}
-			if st.Code() != fwk.Unschedulable || !strings.Contains(st.Message(), tt.wantErr) {
-				t.Fatalf("Filter: %v, want Unschedulable containing %q", st, tt.wantErr)
+			if msg := explained(state, "n1", st); st.Code() != fwk.Unschedulable || !strings.Contains(msg, tt.wantErr) {
+				t.Fatalf("Filter: %v (%s), want Unschedulable containing %q", st, msg, tt.wantErr)
+			}
+			if key := strings.SplitN(tt.wantErr, " ", 2)[0]; strings.HasPrefix(key, "limits.") && st.Message() != "exceeding resource quota: "+key {
+				t.Errorf("Filter message %q, want the key alone, %q", st.Message(), "exceeding resource quota: "+key)
 			}
 		})
 	}

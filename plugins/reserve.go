@@ -23,6 +23,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 		return fwk.AsStatus(err)
 	}
 	klog.FromContext(ctx).V(4).Info("Devices assumed", "pod", klog.KObj(pod), "node", nodeName)
+	p.filteringSucceeded(pod, s, nodeName)
 	return nil
 }
 

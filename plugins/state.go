@@ -38,6 +38,57 @@ type cycleState struct {
 	// handedOver is the node PreBind locked and wrote the assignment for;
 	// Unreserve then has API state to undo.
 	handedOver string
+	// rejections are the nodes Filter turned away this cycle and why, for
+	// HAMi's FilteringSucceed and FilteringFailed events. Clones share it:
+	// the framework may filter on a clone (nominated pods added).
+	rejections *nodeRejections
+}
+
+// nodeRejections records, per node, why Filter turned the pod away: the
+// node-independent status message and the node's own detail.
+type nodeRejections struct {
+	mu  sync.Mutex
+	why map[string]nodeRejection
+}
+
+type nodeRejection struct {
+	reason, detail string
+}
+
+func (r *nodeRejections) add(node, reason, detail string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.why == nil {
+		r.why = map[string]nodeRejection{}
+	}
+	r.why[node] = nodeRejection{reason: reason, detail: detail}
+}
+
+// count returns how many nodes were turned away.
+func (r *nodeRejections) count() int {
+	if r == nil {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.why)
+}
+
+// snapshot returns a copy of the rejections.
+func (r *nodeRejections) snapshot() map[string]nodeRejection {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]nodeRejection, len(r.why))
+	for k, v := range r.why {
+		out[k] = v
+	}
+	return out
 }
 
 // nodeFit is the pod's assignment on one node and how loaded the node
@@ -79,6 +130,7 @@ func (s *cycleState) Clone() fwk.StateData {
 		requests:   s.requests,
 		nodePolicy: s.nodePolicy,
 		fits:       make(map[string]*nodeFit, len(s.fits)),
+		rejections: s.rejections,
 	}
 	if len(s.removed) > 0 {
 		c.removed = make(map[string]map[types.UID]devicecache.Holding, len(s.removed))
@@ -143,7 +195,7 @@ func (p *Plugin) chosenFit(ctx context.Context, state fwk.CycleState, pod *corev
 	// state (a pass with nominated pods added); fit it now, from the same
 	// cache, and keep the result for the rest of the cycle.
 	klog.FromContext(ctx).V(4).Info("No device assignment kept from Filter; fitting the node again", "pod", klog.KObj(pod), "node", node)
-	fit, st := p.fitNode(s, pod, node)
+	fit, st, _ := p.fitNode(s, pod, node)
 	if !st.IsSuccess() {
 		return nil, nil, st
 	}

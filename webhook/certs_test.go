@@ -23,7 +23,7 @@ type testCert struct {
 	keyPEM  []byte
 }
 
-func newTestCert(t *testing.T, serial int64) testCert {
+func newTestCert(t testing.TB, serial int64) testCert {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -61,7 +61,7 @@ func newTestCert(t *testing.T, serial int64) testCert {
 
 // write puts the pair into dir as tls.key and tls.crt, each replaced
 // atomically (written aside, then renamed), the key first.
-func (c testCert) write(t *testing.T, dir string) {
+func (c testCert) write(t testing.TB, dir string) {
 	t.Helper()
 	for _, f := range []struct {
 		name string

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	m.Run()
 }
 
-func testRegistry(t *testing.T, configs ...devices.Config) *devices.Registry {
+func testRegistry(t testing.TB, configs ...devices.Config) *devices.Registry {
 	t.Helper()
 	r, err := vendors.NewRegistry(configs)
 	if err != nil {
@@ -36,7 +36,7 @@ func testRegistry(t *testing.T, configs ...devices.Config) *devices.Registry {
 	return r
 }
 
-func testConfig(t *testing.T) Config {
+func testConfig(t testing.TB) Config {
 	return Config{SchedulerName: DefaultSchedulerName, TakeOverDefaultScheduler: true, Registry: testRegistry(t)}
 }
 

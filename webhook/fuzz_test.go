@@ -31,7 +31,7 @@ func FuzzHandle(f *testing.F) {
 	f.Add([]byte(`{"spec":{"containers":[{"name":"c","resources":{"limits":{"nvidia.com/gpu":"1e40"}}}]}}`))
 	f.Add([]byte(`{"metadata":{"annotations":{"nvidia.com/numa-bind":"maybe"}},"spec":{"initContainers":[{}],"containers":[{}]}}`))
 	f.Add([]byte(`not json`))
-	cfg := Config{SchedulerName: DefaultSchedulerName, TakeOverDefaultScheduler: true, Registry: testRegistry(&testing.T{})}
+	cfg := Config{SchedulerName: DefaultSchedulerName, TakeOverDefaultScheduler: true, Registry: testRegistry(f)}
 	h, err := NewHandler(cfg, fake.NewClientBuilder().Build())
 	if err != nil {
 		f.Fatal(err)

@@ -28,7 +28,7 @@ type testServer struct {
 	dir  string
 }
 
-func startTestServer(t *testing.T, opts ServerOptions) *testServer {
+func startTestServer(t testing.TB, opts ServerOptions) *testServer {
 	t.Helper()
 	dir := t.TempDir()
 	cert := newTestCert(t, 1)
@@ -67,7 +67,7 @@ func startTestServer(t *testing.T, opts ServerOptions) *testServer {
 	return &testServer{Server: srv, cert: cert, dir: dir}
 }
 
-func httpRequest(t *testing.T) *http.Request {
+func httpRequest(t testing.TB) *http.Request {
 	t.Helper()
 	r, err := http.NewRequest(http.MethodGet, "/readyz", nil)
 	if err != nil {

@@ -61,15 +61,22 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	if got.Source != "deviceConfigFile "+chartDefault {
 		t.Errorf("Source = %q", got.Source)
 	}
-	if len(got.Configs) != 2 || got.Configs[0].Name != "nvidia" || got.Configs[0].ResourceCountName != "nvidia.com/gpu" ||
+	var names []string
+	for _, c := range got.Configs {
+		names = append(names, c.Name)
+	}
+	if diff := cmp.Diff([]string{"nvidia", "hygon", "mthreads", "enflame-gcu", "enflame-drs", "awsneuron", "amd", "vastai", "biren"}, names); diff != "" {
+		t.Errorf("vendors from the chart (-want +got):\n%s", diff)
+	}
+	if got.Configs[0].Name != "nvidia" || got.Configs[0].ResourceCountName != "nvidia.com/gpu" ||
 		got.Configs[0].NodeDefaults.SplitCount != 10 || got.Configs[0].CorePolicy != "default" ||
 		got.Configs[1].Name != "hygon" || got.Configs[1].ResourceCountName != "hygon.com/dcunum" {
 		t.Errorf("Configs = %+v, want the chart's nvidia and hygon settings", got.Configs)
 	}
 	wantUnsupported := []string{
-		"cambricon", "metax", "mthreads",
+		"cambricon", "metax",
 		"iluvatars[MR-V100]", "iluvatars[MR-V50]", "iluvatars[BI-V150]", "iluvatars[BI-V100]",
-		"enflame", "kunlun", "awsneuron", "amd", "vastai", "biren",
+		"kunlun",
 	}
 	if diff := cmp.Diff(wantUnsupported, got.Unsupported); diff != "" {
 		t.Errorf("Unsupported (-want +got):\n%s", diff)
@@ -93,7 +100,7 @@ func TestResolveVendorsFromChartDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Configs) != 9 || got.Configs[2].Name != "ascend" || len(got.SwitchedOff) != 0 {
+	if len(got.Configs) != len(names)+7 || got.Configs[len(names)].Name != "ascend" || len(got.SwitchedOff) != 0 {
 		t.Errorf("with enableAscend: %d configs, switched off %q", len(got.Configs), got.SwitchedOff)
 	}
 }

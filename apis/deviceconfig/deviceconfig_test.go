@@ -391,6 +391,34 @@ func TestVendorsChartDefault(t *testing.T) {
 		ResourceMemoryName: "hygon.com/dcumem",
 		ResourceCoresName:  "hygon.com/dcucores",
 		MemoryFactor:       1,
+	}, {
+		Name:               "mthreads",
+		ResourceCountName:  "mthreads.com/vgpu",
+		ResourceMemoryName: "mthreads.com/sgpu-memory",
+		ResourceCoresName:  "mthreads.com/sgpu-core",
+	}, {
+		Name:              "enflame-gcu",
+		ResourceCountName: "enflame.com/gcu",
+	}, {
+		Name:               "enflame-drs",
+		ResourceCountName:  "enflame.com/drs-gcu",
+		ResourceMemoryName: "enflame.com/gcu-memory",
+		ResourceCoresName:  "enflame.com/gcu-core",
+	}, {
+		Name:              "awsneuron",
+		ResourceCountName: "aws.amazon.com/neuron",
+		ResourceCoresName: "aws.amazon.com/neuroncore",
+	}, {
+		Name:               "amd",
+		ResourceCountName:  "amd.com/gpu",
+		ResourceMemoryName: "amd.com/gpumem",
+		ResourceCoresName:  "amd.com/gpucores",
+	}, {
+		Name:              "vastai",
+		ResourceCountName: "vastaitech.com/va",
+	}, {
+		Name:              "biren",
+		ResourceCountName: "birentech.com/gpu",
 	}}
 	if diff := cmp.Diff(want, enabled); diff != "" {
 		t.Errorf("Vendors() enabled (-want +got):\n%s", diff)
@@ -401,17 +429,17 @@ func TestVendorsChartDefault(t *testing.T) {
 		{Key: "cambricon", Enabled: true},
 		{Key: "hygon", Enabled: true, Served: true},
 		{Key: "metax", Enabled: true},
-		{Key: "mthreads", Enabled: true},
+		{Key: "mthreads", Enabled: true, Served: true},
 		{Key: "iluvatars[MR-V100]", Enabled: true},
 		{Key: "iluvatars[MR-V50]", Enabled: true},
 		{Key: "iluvatars[BI-V150]", Enabled: true},
 		{Key: "iluvatars[BI-V100]", Enabled: true},
-		{Key: "enflame", Enabled: true},
+		{Key: "enflame", Enabled: true, Served: true},
 		{Key: "kunlun", Enabled: true},
-		{Key: "awsneuron", Enabled: true},
-		{Key: "amd", Enabled: true},
-		{Key: "vastai", Enabled: true},
-		{Key: "biren", Enabled: true},
+		{Key: "awsneuron", Enabled: true, Served: true},
+		{Key: "amd", Enabled: true, Served: true},
+		{Key: "vastai", Enabled: true, Served: true},
+		{Key: "biren", Enabled: true, Served: true},
 		{Key: "vnpus.configs[Ascend910A]", Enabled: true, Switch: off},
 		{Key: "vnpus.configs[Ascend910B2]", Enabled: true, Switch: off},
 		{Key: "vnpus.configs[Ascend910B3]", Enabled: true, Switch: off},
@@ -431,11 +459,12 @@ func TestVendorsChartDefault(t *testing.T) {
 // hygon.
 func TestVendorsChartAscend(t *testing.T) {
 	enabled, sections := loadChartDefault(t).Vendors(Options{EnableAscend: true})
-	if len(enabled) != 2+7 || enabled[0].Name != "nvidia" || enabled[1].Name != "hygon" {
+	others, _ := loadChartDefault(t).Vendors(Options{})
+	if len(enabled) != len(others)+7 || enabled[0].Name != "nvidia" || enabled[1].Name != "hygon" {
 		t.Fatalf("Vendors() enabled %d vendors: %+v", len(enabled), enabled)
 	}
 	var got []vnpu.Config
-	for _, c := range enabled[2:] {
+	for _, c := range enabled[len(others):] {
 		chip, ok := c.Vendor.(vnpu.Config)
 		if c.Name != "ascend" || !ok || !cmp.Equal(c, devices.Config{Name: "ascend", Vendor: chip}) {
 			t.Errorf("ascend vendor %+v: want only Name and an ascend.Config payload", c)
@@ -454,7 +483,7 @@ func TestVendorsChartAscend(t *testing.T) {
 	c := loadChartDefault(t)
 	c.VNPUs.HAMiVNPUCore = true
 	enabled, _ = c.Vendors(Options{EnableAscend: true})
-	for _, v := range enabled[2:] {
+	for _, v := range enabled[len(others):] {
 		if !v.Vendor.(vnpu.Config).HamiVnpuCore {
 			t.Errorf("%+v: hamiVnpuCore not copied", v.Vendor)
 		}
@@ -521,7 +550,8 @@ func TestVendorsEnableRule(t *testing.T) {
 	}{{
 		name:         "absent sections are not listed",
 		data:         "biren:\n  resourceCountName: birentech.com/gpu\n",
-		wantSections: []Section{{Key: "biren", Enabled: true}},
+		wantSections: []Section{{Key: "biren", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "biren", ResourceCountName: "birentech.com/gpu"}},
 	}, {
 		name:         "hygon with its count resource alone is on, other names default in the vendor",
 		data:         "hygon:\n  resourceCountName: example.com/dcu\n",
@@ -580,7 +610,8 @@ biren: {}
 	}, {
 		name:         "an empty enflame section is on: HAMi's DRS backend has its own names",
 		data:         "enflame: {}\n",
-		wantSections: []Section{{Key: "enflame", Enabled: true}},
+		wantSections: []Section{{Key: "enflame", Enabled: true, Served: true}},
+		wantEnabled:  []devices.Config{{Name: "enflame-drs"}},
 	}, {
 		name: "iluvatars and vnpus entries are listed one by one",
 		data: `iluvatars:

@@ -52,6 +52,15 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 			sections = append(sections, Section{Key: key, Enabled: count != ""})
 		}
 	}
+	// serve adds a section this build implements: on when it names its
+	// count resource.
+	serve := func(key string, cfg devices.Config) {
+		on := cfg.ResourceCountName != ""
+		sections = append(sections, Section{Key: key, Enabled: on, Served: on})
+		if on {
+			enabled = append(enabled, cfg)
+		}
+	}
 	add("cambricon", c.Cambricon != nil, countOf(c.Cambricon, func(s *Cambricon) string { return s.ResourceCountName }))
 	if h := c.Hygon; h != nil {
 		on := h.ResourceCountName != ""
@@ -63,21 +72,41 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 	if s := c.MetaX; s != nil {
 		add("metax", true, s.ResourceCountName+s.ResourceVCountName)
 	}
-	add("mthreads", c.MThreads != nil, countOf(c.MThreads, func(s *MThreads) string { return s.ResourceCountName }))
+	if s := c.MThreads; s != nil {
+		serve("mthreads", devices.Config{Name: "mthreads", ResourceCountName: s.ResourceCountName, ResourceMemoryName: s.ResourceMemoryName, ResourceCoresName: s.ResourceCoreName})
+	}
 	for _, s := range c.Iluvatars {
 		add("iluvatars["+s.CommonWord+"]", true, s.ResourceCountName)
 	}
 	if s := c.Enflame; s != nil {
-		// HAMi's DRS backend falls back to its own names: always live.
-		add("enflame", true, "on")
+		// Whole GCUs when resourceNameGCU is set; HAMi's DRS backend falls
+		// back to its own names (resourceNameVGCU, then
+		// enflame.com/drs-gcu): always live.
+		sections = append(sections, Section{Key: "enflame", Enabled: true, Served: true})
+		if s.ResourceNameGCU != "" {
+			enabled = append(enabled, devices.Config{Name: "enflame-gcu", ResourceCountName: s.ResourceNameGCU})
+		}
+		drs := s.ResourceNameDRSGCU
+		if drs == "" {
+			drs = s.ResourceNameVGCU
+		}
+		enabled = append(enabled, devices.Config{Name: "enflame-drs", ResourceCountName: drs, ResourceMemoryName: s.ResourceNameGCUMemory, ResourceCoresName: s.ResourceNameGCUCore})
 	}
 	if s := c.Kunlun; s != nil {
 		add("kunlun", true, s.ResourceCountName+s.ResourceVCountName)
 	}
-	add("awsneuron", c.AWSNeuron != nil, countOf(c.AWSNeuron, func(s *AWSNeuron) string { return s.ResourceCountName }))
-	add("amd", c.AMD != nil, countOf(c.AMD, func(s *AMD) string { return s.ResourceCountName }))
-	add("vastai", c.Vastai != nil, countOf(c.Vastai, func(s *CountOnly) string { return s.ResourceCountName }))
-	add("biren", c.Biren != nil, countOf(c.Biren, func(s *CountOnly) string { return s.ResourceCountName }))
+	if s := c.AWSNeuron; s != nil {
+		serve("awsneuron", devices.Config{Name: "awsneuron", ResourceCountName: s.ResourceCountName, ResourceCoresName: s.ResourceCoreName})
+	}
+	if s := c.AMD; s != nil {
+		serve("amd", devices.Config{Name: "amd", ResourceCountName: s.ResourceCountName, ResourceMemoryName: s.ResourceMemoryName, ResourceCoresName: s.ResourceCoreName})
+	}
+	if s := c.Vastai; s != nil {
+		serve("vastai", devices.Config{Name: "vastai", ResourceCountName: s.ResourceCountName})
+	}
+	if s := c.Biren; s != nil {
+		serve("biren", devices.Config{Name: "biren", ResourceCountName: s.ResourceCountName})
+	}
 	if c.VNPUs != nil {
 		chips := c.VNPUs.chips()
 		for i, s := range c.VNPUs.Configs {

@@ -88,6 +88,10 @@ func up(args []string) error {
 	nodeSpec := fs.String("nodes", defaultNodes, `simulated GPU nodes: groups like "4 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", separated by ";"`)
 	verbosity := fs.Int("v", 0, "log verbosity of the control plane and scheduler (in the log file)")
 	every := fs.Duration("table-every", 2*time.Second, "how often to reprint the allocation table when it changed (0: never)")
+	fastNodes := fs.Bool("fast-nodes", false, "simulated device plugins and kubelets without client limits or admission delay (the old shortcut)")
+	dpQPS := fs.Float64("device-plugin-qps", simnode.DefaultDevicePluginQPS, "QPS of each simulated node's device plugin client (HAMi's: 5; negative: no limit)")
+	dpBurst := fs.Int("device-plugin-burst", simnode.DefaultDevicePluginBurst, "burst of each simulated node's device plugin client (HAMi's: 10)")
+	admissionDelay := fs.Duration("admission-delay", simnode.DefaultAdmissionDelay, "how long a simulated kubelet takes from seeing a pod bound to calling Allocate (negative: none)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hami-local [flags]          run the local cluster\n       hami-local status [-kubeconfig path]  print the card allocation\n\n")
 		fs.PrintDefaults()
@@ -145,7 +149,13 @@ func up(args []string) error {
 	if err := simnode.Create(ctx, cp.Client, nodes); err != nil {
 		return err
 	}
-	agent := simnode.NewAgent(cp.Client, 8)
+	agent, err := simnode.NewAgent(cp.Config, simnode.Options{
+		Workers: 8, Fast: *fastNodes, AdmissionDelay: noneIfZero(*admissionDelay),
+		DevicePluginQPS: float32(*dpQPS), DevicePluginBurst: *dpBurst,
+	})
+	if err != nil {
+		return err
+	}
 	if err := agent.Start(ctx); err != nil {
 		return err
 	}
@@ -168,7 +178,7 @@ func up(args []string) error {
 	}
 	defer hook.Stop()
 
-	fmt.Fprintf(out, "\nhami-local is up in %s: %d simulated GPU nodes\n", time.Since(started).Round(100*time.Millisecond), len(nodes))
+	fmt.Fprintf(out, "\nhami-local is up in %s: %d simulated GPU nodes, %s\n", time.Since(started).Round(100*time.Millisecond), len(nodes), agent.Options())
 	for _, s := range specs {
 		fmt.Fprintf(out, "  %s\n", s)
 	}
@@ -241,4 +251,13 @@ func printTables(ctx context.Context, client kubernetes.Interface, out io.Writer
 			}
 		}
 	}
+}
+
+// noneIfZero maps a zero duration flag to "none" for simnode.Options, where
+// zero means the default.
+func noneIfZero(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }

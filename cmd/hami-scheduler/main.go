@@ -4,14 +4,20 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/component-base/metrics/legacyregistry"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
 	"k8s.io/klog/v2"
@@ -36,7 +42,61 @@ func main() {
 // after its API client (so not at all without a kubeconfig), and without
 // the field path.
 func newCommand() *cobra.Command {
-	return withConfigCheck(app.NewSchedulerCommand(app.WithPlugin(plugins.Name, plugins.New)))
+	plugins.RegisterMetrics()
+	return withMetricsListener(withConfigCheck(app.NewSchedulerCommand(app.WithPlugin(plugins.Name, plugins.New))))
+}
+
+// metricsBindFlag serves the metrics registry (kube-scheduler's and
+// HAMi's metrics) over plain HTTP, as HAMi's scheduler serves its own on
+// --metrics-bind-address (:9395), so that HAMi's ServiceMonitor keeps
+// working. Off by default: kube-scheduler's secure port serves the same
+// /metrics with authentication.
+const metricsBindFlag = "hami-metrics-bind-address"
+
+// withMetricsListener adds --hami-metrics-bind-address and, when it is set,
+// starts the listener before the scheduler runs (after cmd's own PreRunE).
+func withMetricsListener(cmd *cobra.Command) *cobra.Command {
+	fs := pflag.NewFlagSet("HAMi", pflag.ContinueOnError)
+	addr := fs.String(metricsBindFlag, "", "Address (host:port, e.g. :9395) on which to serve /metrics over plain HTTP without authentication, as HAMi's scheduler does; empty (the default) serves none. kube-scheduler's secure port serves the same metrics.")
+	cmd.Flags().AddFlagSet(fs)
+	help := cmd.HelpFunc()
+	cmd.SetHelpFunc(func(c *cobra.Command, args []string) {
+		help(c, args)
+		fmt.Fprintf(c.OutOrStdout(), "\nHAMi flags:\n\n%s", fs.FlagUsages())
+	})
+	preRunE := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if preRunE != nil {
+			if err := preRunE(c, args); err != nil {
+				return err
+			}
+		}
+		if *addr == "" {
+			return nil
+		}
+		_, err := serveMetrics(*addr)
+		return err
+	}
+	return cmd
+}
+
+// serveMetrics listens on addr and serves the metrics registry on /metrics
+// for the rest of the process; it returns the bound address.
+func serveMetrics(addr string) (net.Addr, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", metricsBindFlag, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", legacyregistry.Handler())
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 15 * time.Second, ReadTimeout: 60 * time.Second}
+	go func() {
+		if err := server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			klog.Background().Error(err, "Metrics listener stopped", "address", l.Addr().String())
+		}
+	}()
+	klog.Background().Info("Serving metrics over plain HTTP", "address", l.Addr().String(), "path", "/metrics")
+	return l.Addr(), nil
 }
 
 // withConfigCheck runs checkConfigFile on the --config file, if any,

@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -275,5 +278,57 @@ func TestWithConfigCheckKeepsPreRunE(t *testing.T) {
 		if called != tt.wantCalled || (err == nil) != tt.wantCalled {
 			t.Errorf("%s: own PreRunE called %v, error %v; want called %v", filepath.Base(tt.file), called, err, tt.wantCalled)
 		}
+	}
+}
+
+// TestMetricsListener: --hami-metrics-bind-address serves the metrics
+// registry, HAMi's metrics included, over plain HTTP before the scheduler
+// runs; a bad address fails the command before it would.
+func TestMetricsListener(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	var body string
+	cmd := newCommand()
+	cmd.RunE = func(*cobra.Command, []string) error {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		body = string(data)
+		return err
+	}
+	cmd.SetArgs([]string{"--" + metricsBindFlag, addr})
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(body, "# TYPE hami_build_info gauge") {
+		t.Errorf("/metrics on %s has no hami_build_info:\n%.2000s", addr, body)
+	}
+
+	ran, err := run(t, "--"+metricsBindFlag, "256.0.0.1:bad")
+	if ran || err == nil || !strings.Contains(err.Error(), metricsBindFlag) {
+		t.Errorf("bad address: ran %v, err %v; want an error naming the flag before the scheduler runs", ran, err)
+	}
+}
+
+// TestMetricsFlagInHelp: the flag is listed in --help, after
+// kube-scheduler's sections.
+func TestMetricsFlagInHelp(t *testing.T) {
+	cmd := newCommand()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"--help"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "HAMi flags:") || !strings.Contains(out.String(), "--"+metricsBindFlag) {
+		t.Errorf("--help does not list --%s", metricsBindFlag)
 	}
 }

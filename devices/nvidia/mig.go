@@ -103,7 +103,11 @@ func DecodeMIGAllocations(raw string) ([]devices.SliceReservation, error) {
 			return nil, fmt.Errorf("%s: container %d device %d listed twice", MIGAllocationsAnnotation, m.ContainerIndex, m.DeviceIndex)
 		}
 		seen[key] = true
-		out = append(out, devices.SliceReservation{Container: m.ContainerIndex, Device: m.DeviceIndex, UUID: m.GPUUUID, Profile: m.Profile, Placement: m.Placement})
+		r := devices.SliceReservation{Container: m.ContainerIndex, Device: m.DeviceIndex, UUID: m.GPUUUID, Profile: m.Profile, Placement: m.Placement}
+		if runtime == 3 {
+			r.Runtime = devices.MIGRuntime{UUID: m.MigUUID, GPUInstance: *m.GPUInstanceID, ComputeInstance: *m.ComputeInstanceID}
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -116,3 +116,17 @@ func TestDecodeMIGAllocations(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeMIGAllocationsRuntime: the device plugin's runtime identity is
+// kept with the slice, for the scheduler's MIG instance metric.
+func TestDecodeMIGAllocationsRuntime(t *testing.T) {
+	got, err := DecodeMIGAllocations(`[{"containerIndex":0,"deviceIndex":0,"gpuUUID":"GPU-a","profile":"1g.5gb","placement":{"start":6,"size":1},"migUUID":"MIG-x","gpuInstanceID":13,"computeInstanceID":0},` +
+		`{"containerIndex":1,"deviceIndex":0,"gpuUUID":"GPU-a","profile":"1g.5gb","placement":{"start":5,"size":1}}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := devices.MIGRuntime{UUID: "MIG-x", GPUInstance: 13, ComputeInstance: 0}
+	if len(got) != 2 || got[0].Runtime != want || !got[0].Runtime.Ready() || got[1].Runtime.Ready() {
+		t.Fatalf("decoded %+v, want the first with runtime %+v and the second without", got, want)
+	}
+}

@@ -10,16 +10,29 @@ import (
 	"strings"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/amd"
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
+	"github.com/hami-scheduler/hami-scheduler/devices/awsneuron"
+	"github.com/hami-scheduler/hami-scheduler/devices/biren"
+	"github.com/hami-scheduler/hami-scheduler/devices/enflame"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
+	"github.com/hami-scheduler/hami-scheduler/devices/mthreads"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/devices/vastai"
 )
 
 // constructors maps a vendor's config name to its constructor.
 var constructors = map[string]func(devices.Config) (devices.Vendor, error){
-	"nvidia": func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
-	"hygon":  func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
-	"ascend": newAscend,
+	"nvidia":      func(c devices.Config) (devices.Vendor, error) { return nvidia.New(c) },
+	"hygon":       func(c devices.Config) (devices.Vendor, error) { return hygon.New(c) },
+	"ascend":      newAscend,
+	"mthreads":    func(c devices.Config) (devices.Vendor, error) { return mthreads.New(c) },
+	"awsneuron":   func(c devices.Config) (devices.Vendor, error) { return awsneuron.New(c) },
+	"amd":         func(c devices.Config) (devices.Vendor, error) { return amd.New(c) },
+	"enflame-gcu": func(c devices.Config) (devices.Vendor, error) { return enflame.NewGCU(c) },
+	"enflame-drs": func(c devices.Config) (devices.Vendor, error) { return enflame.NewDRS(c) },
+	"vastai":      func(c devices.Config) (devices.Vendor, error) { return vastai.New(c) },
+	"biren":       func(c devices.Config) (devices.Vendor, error) { return biren.New(c) },
 }
 
 // newAscend builds one Ascend chip from the ascend.Config in c.Vendor (one

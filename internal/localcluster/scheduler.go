@@ -4,15 +4,24 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/transport"
+	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
+	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
+	"github.com/hami-scheduler/hami-scheduler/plugins"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
@@ -23,6 +32,20 @@ type SchedulerOptions struct {
 	// WrapTransport, if set, wraps the scheduler's HTTP transport, e.g. to
 	// count its API calls.
 	WrapTransport transport.WrapperFunc
+	// LeaderElection, if set, makes the scheduler one of several replicas:
+	// it schedules only while it holds the lease, as kube-scheduler does.
+	LeaderElection *LeaderElection
+}
+
+// LeaderElection configures a replica's leader election on a Lease.
+type LeaderElection struct {
+	// Identity names this replica in the lease.
+	Identity string
+	// Namespace and Name locate the Lease.
+	Namespace, Name string
+	// LeaseDuration, RenewDeadline and RetryPeriod as in kube-scheduler's
+	// leaderElection settings.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
 // Scheduler is kube-scheduler running in this process with two profiles:
@@ -36,7 +59,25 @@ type Scheduler struct {
 	done      sync.WaitGroup
 	informers informers.SharedInformerFactory
 	events    events.EventBroadcasterAdapter
+	leading   atomic.Bool
+	// plugin is the HAMi plugin instance of the hami-scheduler profile.
+	plugin atomic.Pointer[plugins.Plugin]
 }
+
+// registry is profile.Registry, keeping the plugin instance it builds.
+func (s *Scheduler) registry() frameworkruntime.Registry {
+	return frameworkruntime.Registry{plugins.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		p, err := plugins.New(ctx, obj, h)
+		if err == nil {
+			s.plugin.Store(p.(*plugins.Plugin))
+		}
+		return p, err
+	}}
+}
+
+// Plugin is the running HAMi plugin, for tests that compare its device
+// cache with the API.
+func (s *Scheduler) Plugin() *plugins.Plugin { return s.plugin.Load() }
 
 // StartScheduler builds the scheduler, starts its informers and waits until
 // they and the plugins' event handlers have synced, then runs it. Stop it
@@ -65,7 +106,7 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	s.Scheduler, err = scheduler.New(ctx, client, s.informers, nil, recorders,
 		scheduler.WithKubeConfig(c),
 		scheduler.WithProfiles(profiles...),
-		scheduler.WithFrameworkOutOfTreeRegistry(profile.Registry()))
+		scheduler.WithFrameworkOutOfTreeRegistry(s.registry()))
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("create scheduler: %w", err)
@@ -77,9 +118,47 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 		s.Stop()
 		return nil, fmt.Errorf("scheduler handlers did not sync: %w", err)
 	}
-	s.done.Go(func() { s.Run(ctx) })
+	if opts.LeaderElection == nil {
+		s.leading.Store(true)
+		s.done.Go(func() { s.Run(ctx) })
+		return s, nil
+	}
+	elector, err := s.elector(client, opts.LeaderElection)
+	if err != nil {
+		s.Stop()
+		return nil, err
+	}
+	s.done.Go(func() { elector.Run(ctx) })
 	return s, nil
 }
+
+// elector runs the scheduler while this replica holds the lease.
+func (s *Scheduler) elector(client kubernetes.Interface, le *LeaderElection) (*leaderelection.LeaderElector, error) {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: le.Namespace, Name: le.Name},
+		Client:     client.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: le.Identity},
+	}
+	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		LeaseDuration:   le.LeaseDuration,
+		RenewDeadline:   le.RenewDeadline,
+		RetryPeriod:     le.RetryPeriod,
+		ReleaseOnCancel: false, // a killed replica does not hand over politely
+		Name:            le.Identity,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				s.leading.Store(true)
+				s.Run(ctx)
+			},
+			OnStoppedLeading: func() { s.leading.Store(false) },
+		},
+	})
+}
+
+// Leading reports whether the scheduler runs: always without leader
+// election, while it holds the lease with it.
+func (s *Scheduler) Leading() bool { return s.leading.Load() }
 
 // Stop ends the scheduler, its informers and its event recording, and waits
 // for them. Binding cycles in flight are cancelled, as when the process is

@@ -2,10 +2,7 @@ package simnode
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,8 +14,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/transport"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 
@@ -26,17 +26,101 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
+// Defaults of Options.
+const (
+	// DefaultDevicePluginQPS and DefaultDevicePluginBurst are client-go's
+	// rest.DefaultQPS and rest.DefaultBurst, which HAMi v2.10's device
+	// plugin keeps (pkg/util/client).
+	DefaultDevicePluginQPS   = 5
+	DefaultDevicePluginBurst = 10
+	// DefaultKubeletQPS and DefaultKubeletBurst are the kubelet's
+	// kubeAPIQPS and kubeAPIBurst defaults.
+	DefaultKubeletQPS   = 50
+	DefaultKubeletBurst = 100
+	// DefaultAdmissionDelay is how long the simulated kubelet takes from
+	// seeing a pod bound to admitting it (and calling Allocate).
+	DefaultAdmissionDelay = 100 * time.Millisecond
+)
+
+// Options configure an Agent. The zero value is the faithful mode with
+// HAMi's and the kubelet's defaults.
+type Options struct {
+	// Workers handle the watch's events (default 16); in the fast mode
+	// they also admit the pods, so that many are admitted at once.
+	Workers int
+	// Fast is the shortcut mode: one client for all nodes' device plugins
+	// and one for all kubelets, neither rate-limited, and admission as soon
+	// as a worker picks the pod up. The calls are the same as in the
+	// faithful mode.
+	Fast bool
+	// DevicePluginQPS and DevicePluginBurst limit each node's device
+	// plugin client (defaults 5 and 10, HAMi's); a negative QPS: no limit.
+	DevicePluginQPS   float32
+	DevicePluginBurst int
+	// KubeletQPS and KubeletBurst limit each node's kubelet client
+	// (defaults 50 and 100); a negative QPS: no limit.
+	KubeletQPS   float32
+	KubeletBurst int
+	// AdmissionDelay runs from the watch showing a pod bound to the
+	// kubelet admitting it (default 100 ms; negative: none). The faithful
+	// kubelet admits its node's pods one at a time.
+	AdmissionDelay time.Duration
+	// DevicePluginWrap and KubeletWrap, if set, wrap the HTTP transports
+	// of the device plugins' and the kubelets' clients, e.g. to count
+	// their calls.
+	DevicePluginWrap, KubeletWrap transport.WrapperFunc
+}
+
+func (o *Options) defaults() {
+	if o.Workers <= 0 {
+		o.Workers = 16
+	}
+	if o.DevicePluginQPS == 0 {
+		o.DevicePluginQPS = DefaultDevicePluginQPS
+	}
+	if o.DevicePluginBurst <= 0 {
+		o.DevicePluginBurst = DefaultDevicePluginBurst
+	}
+	if o.KubeletQPS == 0 {
+		o.KubeletQPS = DefaultKubeletQPS
+	}
+	if o.KubeletBurst <= 0 {
+		o.KubeletBurst = DefaultKubeletBurst
+	}
+	switch {
+	case o.Fast, o.AdmissionDelay < 0:
+		o.AdmissionDelay = 0
+	case o.AdmissionDelay == 0:
+		o.AdmissionDelay = DefaultAdmissionDelay
+	}
+	if o.Fast {
+		o.DevicePluginQPS, o.KubeletQPS = -1, -1
+	}
+}
+
+// String describes the mode, e.g. for a benchmark's header.
+func (o Options) String() string {
+	o.defaults()
+	if o.Fast {
+		return "fast node side (no client limits, no admission delay)"
+	}
+	limit := func(qps float32, burst int) string {
+		if qps < 0 {
+			return "no limit"
+		}
+		return fmt.Sprintf("%g QPS, burst %d", qps, burst)
+	}
+	return fmt.Sprintf("faithful node side (per node: device plugin %s, kubelet %s; admission delay %s)",
+		limit(o.DevicePluginQPS, o.DevicePluginBurst), limit(o.KubeletQPS, o.KubeletBurst), o.AdmissionDelay)
+}
+
 // Agent plays, for every node labelled SimulatedLabel, HAMi's NVIDIA device
 // plugin and the kubelet:
 //
 //   - a pod bound to such a node is admitted: for each container that asks
-//     for nvidia.com/gpu (init containers first) the device plugin's
-//     Allocate runs as in HAMi v2.10: it finds the pod through the node lock
-//     holder, else the pending pod on the node with bind-phase allocating or
-//     success, erases that container's cards from
-//     hami.io/vgpu-devices-to-allocate, and once no NVIDIA card is left sets
-//     hami.io/bind-phase=success and releases hami.io/mutex.lock; then the
-//     pod is marked Running;
+//     for nvidia.com/gpu (init containers first) the kubelet calls the
+//     device plugin's Allocate, which runs as in HAMi v2.10 (see
+//     devicePlugin.Allocate); then the pod is marked Running;
 //   - on any Allocate error (or when told to with FailPod) the device plugin
 //     sets bind-phase=failed and releases the lock, and the kubelet fails the
 //     pod with UnexpectedAdmissionError;
@@ -45,12 +129,20 @@ import (
 // Pods without hami.io/bind-phase were not handed to HAMi; they are started
 // as they are, as if another device plugin had served them.
 //
-// The agent is watch-driven: the scheduler holds a node's lock until the
-// device plugin releases it, so every delay here delays the next pod bound
-// to the same node.
+// In the faithful mode (the default) each node has a kubelet and a device
+// plugin of its own, each with its own rate-limited client (the device
+// plugin's limited like HAMi's), all sharing one connection pool; the
+// kubelet admits a pod only once the agent's watch shows it bound, after
+// the admission delay, and one pod at a time. The fast mode (Options.Fast)
+// skips the limits and the delay.
+//
+// The scheduler holds a node's lock until the device plugin releases it,
+// so every delay here delays the next pod bound to the same node.
 type Agent struct {
-	client  kubernetes.Interface
-	workers int
+	opts  Options
+	watch kubernetes.Interface
+	// devicePlugins and kubelets make the nodes' clients.
+	devicePlugins, kubelets *clientMaker
 
 	pods  corelisters.PodLister
 	nodes corelisters.NodeLister
@@ -65,13 +157,26 @@ type Agent struct {
 	allocated map[types.UID]error
 	// failing names pods (namespace/name) whose Allocate must fail.
 	failing map[string]bool
-	// nodeMutex serialises Allocate per node, as the device plugin does.
-	nodeMutex map[string]*sync.Mutex
+	// simNodes are the nodes met so far.
+	simNodes map[string]*simNode
+	// shared is every node's clients in the fast mode.
+	shared *simNode
 
 	served, started, failed, mismatched, deleted atomic.Int64
 
+	ctx    context.Context
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+}
+
+// simNode is one node's kubelet and device plugin.
+type simNode struct {
+	name    string
+	dp      *devicePlugin
+	kubelet corev1client.CoreV1Interface
+	// admissions holds the keys of pods the kubelet is to admit, each
+	// added after the admission delay (faithful mode only).
+	admissions workqueue.TypedRateLimitingInterface[string]
 }
 
 // Stats counts what an Agent did.
@@ -89,20 +194,100 @@ type Stats struct {
 	Deleted int64
 }
 
-// NewAgent returns an agent for the simulated nodes; workers pods are
-// admitted at once (Allocate stays one at a time per node). Start runs it.
-func NewAgent(client kubernetes.Interface, workers int) *Agent {
-	if workers <= 0 {
-		workers = 16
+// NewAgent returns an agent for the simulated nodes of the API server cfg
+// reaches. Start runs it.
+func NewAgent(cfg *rest.Config, opts Options) (*Agent, error) {
+	opts.defaults()
+	watchConfig := rest.CopyConfig(cfg)
+	watch, err := kubernetes.NewForConfig(watchConfig)
+	if err != nil {
+		return nil, err
 	}
-	return &Agent{
-		client:    client,
-		workers:   workers,
+	a := &Agent{
+		opts:      opts,
+		watch:     watch,
 		admitted:  map[types.UID]bool{},
 		allocated: map[types.UID]error{},
 		failing:   map[string]bool{},
-		nodeMutex: map[string]*sync.Mutex{},
+		simNodes:  map[string]*simNode{},
 	}
+	if a.devicePlugins, err = newClientMaker(cfg, opts.DevicePluginWrap, opts.DevicePluginQPS, opts.DevicePluginBurst); err != nil {
+		return nil, err
+	}
+	if a.kubelets, err = newClientMaker(cfg, opts.KubeletWrap, opts.KubeletQPS, opts.KubeletBurst); err != nil {
+		return nil, err
+	}
+	if opts.Fast {
+		if a.shared, err = a.newSimNode(""); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
+}
+
+// Options returns the agent's options, defaults filled in.
+func (a *Agent) Options() Options { return a.opts }
+
+func (a *Agent) newSimNode(name string) (*simNode, error) {
+	dpClient, err := a.devicePlugins.client()
+	if err != nil {
+		return nil, err
+	}
+	kubeletClient, err := a.kubelets.client()
+	if err != nil {
+		return nil, err
+	}
+	return &simNode{
+		name:    name,
+		kubelet: kubeletClient,
+		dp: &devicePlugin{
+			node:       name,
+			client:     dpClient,
+			failing:    a.isFailing,
+			mismatched: &a.mismatched,
+		},
+	}, nil
+}
+
+// nodeFor returns the node's kubelet and device plugin, made (and, in the
+// faithful mode, started) on first use.
+func (a *Agent) nodeFor(name string) (*simNode, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if n := a.simNodes[name]; n != nil {
+		return n, nil
+	}
+	var n *simNode
+	if a.opts.Fast {
+		// One pair of clients for all, one device plugin per node (its
+		// Allocate is serialised per node).
+		n = &simNode{name: name, kubelet: a.shared.kubelet, dp: &devicePlugin{
+			node: name, client: a.shared.dp.client, failing: a.isFailing, mismatched: &a.mismatched,
+		}}
+	} else {
+		var err error
+		if n, err = a.newSimNode(name); err != nil {
+			return nil, err
+		}
+		n.admissions = workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, 5*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "simnode-kubelet-" + name})
+		if a.ctx.Err() != nil {
+			n.admissions.ShutDown()
+		}
+		a.done.Go(func() {
+			for a.admitNext(n) {
+			}
+		})
+	}
+	a.simNodes[name] = n
+	return n, nil
+}
+
+func (a *Agent) isFailing(namespace, name string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.failing[namespace+"/"+name]
 }
 
 // FailPod makes the device plugin's Allocate fail for the pod, as a broken
@@ -124,10 +309,11 @@ func (a *Agent) Stats() Stats {
 // Start watches simulated nodes and the pods bound to nodes, and returns
 // once its caches are synced. Stop ends it.
 func (a *Agent) Start(ctx context.Context) error {
-	ctx, a.cancel = context.WithCancel(ctx)
-	nodeFactory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
+	a.ctx, a.cancel = context.WithCancel(ctx)
+	ctx = a.ctx
+	nodeFactory := informers.NewSharedInformerFactoryWithOptions(a.watch, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = SimulatedLabel + "=true" }))
-	podFactory := informers.NewSharedInformerFactoryWithOptions(a.client, 0,
+	podFactory := informers.NewSharedInformerFactoryWithOptions(a.watch, 0,
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "spec.nodeName!=" }))
 	nodeInformer := nodeFactory.Core().V1().Nodes()
 	podInformer := podFactory.Core().V1().Pods()
@@ -183,6 +369,13 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.done.Go(func() {
 		<-ctx.Done()
 		a.queue.ShutDown()
+		a.mu.Lock()
+		for _, n := range a.simNodes {
+			if n.admissions != nil {
+				n.admissions.ShutDown()
+			}
+		}
+		a.mu.Unlock()
 		nodeFactory.Shutdown()
 		podFactory.Shutdown()
 	})
@@ -190,7 +383,7 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.Stop()
 		return fmt.Errorf("agent caches did not sync: %w", context.Cause(ctx))
 	}
-	for range a.workers {
+	for range a.opts.Workers {
 		a.done.Go(func() {
 			for a.processNext(ctx) {
 			}
@@ -224,25 +417,15 @@ func (a *Agent) processNext(ctx context.Context) bool {
 	return true
 }
 
-// sync brings one pod forward: deletion, or admission on its node.
+// sync brings one pod forward: deletion, or admission on its node (at once
+// in the fast mode, else handed to the node's kubelet).
 func (a *Agent) sync(ctx context.Context, key string) error {
-	namespace, name, err := cache.SplitMetaNamespaceKey(key)
-	if err != nil {
-		return nil
-	}
-	pod, err := a.pods.Pods(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
+	pod, node, err := a.podOnNode(key)
+	if pod == nil || err != nil {
 		return err
 	}
-	if _, err := a.nodes.Get(pod.Spec.NodeName); err != nil {
-		// Not one of ours.
-		return nil
-	}
 	if pod.DeletionTimestamp != nil {
-		return a.remove(ctx, pod)
+		return a.remove(ctx, node, pod)
 	}
 	if pod.Status.Phase != corev1.PodPending {
 		return nil
@@ -254,7 +437,11 @@ func (a *Agent) sync(ctx context.Context, key string) error {
 	}
 	a.admitted[pod.UID] = true
 	a.mu.Unlock()
-	if err := a.admit(ctx, pod); err != nil {
+	if node.admissions != nil {
+		node.admissions.AddAfter(key, a.opts.AdmissionDelay)
+		return nil
+	}
+	if err := a.admit(ctx, node, pod); err != nil {
 		// Let a retry admit it again.
 		a.mu.Lock()
 		delete(a.admitted, pod.UID)
@@ -264,10 +451,57 @@ func (a *Agent) sync(ctx context.Context, key string) error {
 	return nil
 }
 
+// podOnNode returns the pod of key and its simulated node; a nil pod means
+// there is nothing to do.
+func (a *Agent) podOnNode(key string) (*corev1.Pod, *simNode, error) {
+	namespace, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return nil, nil, nil
+	}
+	pod, err := a.pods.Pods(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := a.nodes.Get(pod.Spec.NodeName); err != nil {
+		// Not one of ours.
+		return nil, nil, nil
+	}
+	node, err := a.nodeFor(pod.Spec.NodeName)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pod, node, nil
+}
+
+// admitNext is a faithful node's kubelet admitting its next pod; a failed
+// status report is retried without allocating again.
+func (a *Agent) admitNext(n *simNode) bool {
+	key, quit := n.admissions.Get()
+	if quit {
+		return false
+	}
+	defer n.admissions.Done(key)
+	ctx := a.ctx
+	pod, _, err := a.podOnNode(key)
+	if err == nil && pod != nil && pod.DeletionTimestamp == nil && pod.Status.Phase == corev1.PodPending {
+		err = a.admit(ctx, n, pod)
+	}
+	if err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).V(2).Info("Simulated kubelet retries", "pod", key, "err", err)
+		n.admissions.AddRateLimited(key)
+		return true
+	}
+	n.admissions.Forget(key)
+	return true
+}
+
 // remove deletes a pod whose deletion was requested, as the kubelet does
 // once its containers have stopped.
-func (a *Agent) remove(ctx context.Context, pod *corev1.Pod) error {
-	err := a.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+func (a *Agent) remove(ctx context.Context, node *simNode, pod *corev1.Pod) error {
+	err := node.kubelet.Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptrTo(int64(0)),
 		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
 	})
@@ -286,20 +520,20 @@ func (a *Agent) remove(ctx context.Context, pod *corev1.Pod) error {
 // cards, then reports the pod Running, or Failed when Allocate failed. An
 // error means the status could not be written and admission should be
 // retried; Allocate is not run twice.
-func (a *Agent) admit(ctx context.Context, pod *corev1.Pod) error {
+func (a *Agent) admit(ctx context.Context, node *simNode, pod *corev1.Pod) error {
 	a.mu.Lock()
 	outcome, done := a.allocated[pod.UID]
 	a.mu.Unlock()
 	if !done {
-		outcome = a.allocateAll(ctx, pod)
+		outcome = a.allocateAll(ctx, node, pod)
 		a.mu.Lock()
 		a.allocated[pod.UID] = outcome
 		a.mu.Unlock()
 	}
 	if outcome != nil {
-		return a.reportFailed(ctx, pod, outcome)
+		return a.reportFailed(ctx, node, pod, outcome)
 	}
-	if err := a.reportRunning(ctx, pod); err != nil {
+	if err := a.reportRunning(ctx, node, pod); err != nil {
 		return err
 	}
 	a.started.Add(1)
@@ -309,13 +543,13 @@ func (a *Agent) admit(ctx context.Context, pod *corev1.Pod) error {
 // allocateAll is the kubelet asking the device plugin for each container's
 // cards, init containers first. Pods that were not handed to HAMi need
 // nothing from it.
-func (a *Agent) allocateAll(ctx context.Context, pod *corev1.Pod) error {
+func (a *Agent) allocateAll(ctx context.Context, node *simNode, pod *corev1.Pod) error {
 	if _, handed := pod.Annotations[devices.BindPhase]; !handed {
 		return nil
 	}
 	for _, c := range devices.Containers(pod) {
 		if want := cardCount(c); want > 0 {
-			if err := a.allocate(ctx, pod, want); err != nil {
+			if err := node.dp.Allocate(ctx, pod, want); err != nil {
 				a.failed.Add(1)
 				return err
 			}
@@ -339,172 +573,4 @@ func cardCount(c *corev1.Container) int {
 		return 0
 	}
 	return int(n)
-}
-
-func (a *Agent) lockFor(node string) *sync.Mutex {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	m := a.nodeMutex[node]
-	if m == nil {
-		m = &sync.Mutex{}
-		a.nodeMutex[node] = m
-	}
-	return m
-}
-
-// allocate is HAMi v2.10's Allocate for one container request of want
-// cards, on the pod's node. An error is Allocate's refusal: the kubelet
-// does not start the pod.
-func (a *Agent) allocate(ctx context.Context, pod *corev1.Pod, want int) error {
-	node := pod.Spec.NodeName
-	m := a.lockFor(node)
-	m.Lock()
-	defer m.Unlock()
-
-	current, err := a.pendingPod(ctx, node)
-	if err != nil {
-		// HAMi returns the error and touches nothing; the kubelet fails
-		// the pod's admission.
-		return err
-	}
-	if current.UID != pod.UID {
-		a.mismatched.Add(1)
-		return fmt.Errorf("device plugin found pod %s/%s on node %s, not %s/%s",
-			current.Namespace, current.Name, node, pod.Namespace, pod.Name)
-	}
-	a.mu.Lock()
-	fail := a.failing[current.Namespace+"/"+current.Name]
-	a.mu.Unlock()
-	if fail {
-		return a.allocationFailed(ctx, node, current, "simulated device failure")
-	}
-	value, ok := current.Annotations[nvidia.ToAllocateAnnotation]
-	if !ok {
-		return a.allocationFailed(ctx, node, current, "device request not found")
-	}
-	rest, served, err := eraseNext(value)
-	switch {
-	case err != nil:
-		return a.allocationFailed(ctx, node, current, err.Error())
-	case served == nil:
-		return a.allocationFailed(ctx, node, current, "no pending device allocation found")
-	case len(served) != want:
-		return a.allocationFailed(ctx, node, current, "device number not matched")
-	}
-	if err := a.patchAnnotations(ctx, current, map[string]string{nvidia.ToAllocateAnnotation: rest}); err != nil {
-		return a.allocationFailed(ctx, node, current, "erase allocated containers annotation: "+err.Error())
-	}
-	return a.trySuccess(ctx, node, current)
-}
-
-// pendingPod finds the pod being allocated on node as HAMi's
-// util.GetPendingPod does: the holder of the node lock, else the first
-// Pending pod on the node with a bind time, bind-phase allocating or
-// success, and hami.io/vgpu-node naming the node.
-func (a *Agent) pendingPod(ctx context.Context, node string) (*corev1.Pod, error) {
-	n, err := a.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return nil, err
-	}
-	if value, ok := n.Annotations[devices.NodeLock]; ok {
-		_, namespace, name, err := parseLock(value)
-		if err != nil {
-			return nil, err
-		}
-		if namespace != "" && name != "" {
-			return a.client.CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
-		}
-	}
-	list, err := a.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-	if err != nil {
-		return nil, err
-	}
-	for i := range list.Items {
-		p := &list.Items[i]
-		if p.Status.Phase != corev1.PodPending {
-			continue
-		}
-		if _, ok := p.Annotations[devices.BindTime]; !ok {
-			continue
-		}
-		if phase := p.Annotations[devices.BindPhase]; phase != devices.BindPhaseAllocating && phase != devices.BindPhaseSuccess {
-			continue
-		}
-		if p.Annotations[devices.AssignedNode] == node {
-			return p, nil
-		}
-	}
-	return nil, fmt.Errorf("no binding pod found on node %s", node)
-}
-
-// trySuccess ends the allocation once no NVIDIA card is left to hand out:
-// bind-phase=success and the node lock released.
-func (a *Agent) trySuccess(ctx context.Context, node string, pod *corev1.Pod) error {
-	fresh, err := a.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil {
-		// HAMi logs and returns; the lock stays until it expires.
-		klog.FromContext(ctx).Error(err, "Simulated device plugin cannot re-read the pod", "pod", klog.KObj(pod))
-		return nil
-	}
-	if strings.Contains(fresh.Annotations[nvidia.ToAllocateAnnotation], nvidia.VendorWord) {
-		return nil
-	}
-	a.finish(ctx, node, fresh, devices.BindPhaseSuccess)
-	return nil
-}
-
-// allocationFailed is HAMi's PodAllocationFailed: bind-phase=failed and the
-// node lock released; Allocate then returns the error.
-func (a *Agent) allocationFailed(ctx context.Context, node string, pod *corev1.Pod, reason string) error {
-	a.finish(ctx, node, pod, devices.BindPhaseFailed)
-	return errors.New(reason)
-}
-
-func (a *Agent) finish(ctx context.Context, node string, pod *corev1.Pod, phase string) {
-	logger := klog.FromContext(ctx)
-	if err := a.patchAnnotations(ctx, pod, map[string]string{devices.BindPhase: phase}); err != nil {
-		logger.Error(err, "Simulated device plugin cannot set the bind phase", "pod", klog.KObj(pod), "phase", phase)
-	}
-	if err := a.releaseLock(ctx, node, pod); err != nil {
-		logger.Error(err, "Simulated device plugin cannot release the node lock", "node", node, "pod", klog.KObj(pod))
-	}
-}
-
-// releaseLock deletes the node lock when the pod holds it (or it is a
-// legacy lock naming no pod), with the node's resourceVersion, retrying a
-// few times as HAMi's nodelock.ReleaseNodeLock does.
-func (a *Agent) releaseLock(ctx context.Context, node string, pod *corev1.Pod) error {
-	var err error
-	delay := 100 * time.Millisecond
-	for range 5 {
-		var n *corev1.Node
-		n, err = a.client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if err == nil {
-			value, held := n.Annotations[devices.NodeLock]
-			if !held || !lockHeldBy(value, pod.Namespace, pod.Name) {
-				return nil
-			}
-			patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null},"resourceVersion":%q}}`, devices.NodeLock, n.ResourceVersion)
-			_, err = a.client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-			if err == nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		case <-time.After(delay):
-		}
-		delay *= 2
-	}
-	return err
-}
-
-func (a *Agent) patchAnnotations(ctx context.Context, pod *corev1.Pod, annotations map[string]string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": annotations}})
-	if err != nil {
-		return err
-	}
-	_, err = a.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
 }

@@ -8,11 +8,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 )
 
 // reportRunning writes the status the kubelet posts once every container
 // has started: init containers completed, the others running and ready.
-func (a *Agent) reportRunning(ctx context.Context, pod *corev1.Pod) error {
+func (a *Agent) reportRunning(ctx context.Context, node *simNode, pod *corev1.Pod) error {
 	now := metav1.Now()
 	status := map[string]any{
 		"phase":     corev1.PodRunning,
@@ -35,13 +36,13 @@ func (a *Agent) reportRunning(ctx context.Context, pod *corev1.Pod) error {
 			c.State.Terminated = &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: now, FinishedAt: now}
 		})
 	}
-	return a.patchStatus(ctx, pod, status)
+	return patchStatus(ctx, node.kubelet, pod, status)
 }
 
 // reportFailed writes the status the kubelet posts when the device
 // manager's Allocate fails during admission.
-func (a *Agent) reportFailed(ctx context.Context, pod *corev1.Pod, cause error) error {
-	return a.patchStatus(ctx, pod, map[string]any{
+func (a *Agent) reportFailed(ctx context.Context, node *simNode, pod *corev1.Pod, cause error) error {
+	return patchStatus(ctx, node.kubelet, pod, map[string]any{
 		"phase":   corev1.PodFailed,
 		"reason":  "UnexpectedAdmissionError",
 		"message": fmt.Sprintf("Allocate failed due to %v, which is unexpected", cause),
@@ -75,7 +76,7 @@ func (a *Agent) hostIP(node string) string {
 	return ""
 }
 
-func (a *Agent) patchStatus(ctx context.Context, pod *corev1.Pod, status map[string]any) error {
+func patchStatus(ctx context.Context, client corev1client.CoreV1Interface, pod *corev1.Pod, status map[string]any) error {
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": pod.UID},
 		"status":   status,
@@ -83,7 +84,7 @@ func (a *Agent) patchStatus(ctx context.Context, pod *corev1.Pod, status map[str
 	if err != nil {
 		return err
 	}
-	_, err = a.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+	_, err = client.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 	return err
 }
 

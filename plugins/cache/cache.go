@@ -267,6 +267,9 @@ func assignedSlices(assignments []devices.Assignment) [][]devices.SliceReservati
 // Stats summarises the cache, for logs and tests.
 type Stats struct {
 	Nodes, Cards, Pods, AssumedPods int
+	// UnreadablePods are pods whose assignment cannot be decoded (they
+	// hold their node's cards).
+	UnreadablePods int
 }
 
 // Stats returns counts of what the cache holds.
@@ -282,6 +285,9 @@ func (c *Cache) Stats() Stats {
 	for _, p := range c.pods {
 		if p.assumed {
 			s.AssumedPods++
+		}
+		if p.unreadable != "" {
+			s.UnreadablePods++
 		}
 	}
 	return s

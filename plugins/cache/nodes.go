@@ -66,3 +66,15 @@ func (c *Cache) RemoveNode(name string) {
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
 }
+
+// InventoryErr returns why vendor vi's inventory annotation on the node
+// could not be decoded; nil when it could, or the node is unknown.
+func (c *Cache) InventoryErr(node string, vi int) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	n, ok := c.nodes[node]
+	if !ok || vi >= len(n.vendors) {
+		return nil
+	}
+	return n.vendors[vi].err
+}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -57,7 +56,31 @@ type Locker struct {
 	// namespace/name, which a recreated pod shares.
 	writtenMu sync.Mutex
 	written   map[string]ownLock
+
+	// Observer hears what Lock does; set it before the Locker is used.
+	Observer Observer
 }
+
+// Observer hears the outcome of Lock calls, for metrics. Nil funcs are
+// skipped; they must be cheap and must not call the Locker.
+type Observer struct {
+	// Waited is called once per Lock call with the time from the call to
+	// its return and its error (nil: the lock is the pod's).
+	Waited func(d time.Duration, err error)
+	// TookOver is called when Lock has written its lock over one another
+	// holder left, with one of the TakeOver reasons.
+	TookOver func(reason string)
+}
+
+// Why Lock took over a lock it found on the node.
+const (
+	TakeOverExpired    = "expired"
+	TakeOverFuture     = "future"
+	TakeOverMalformed  = "malformed"
+	TakeOverHolderGone = "holder_gone"
+	TakeOverNotHolder  = "not_holder"
+	TakeOverRenewed    = "renewed"
+)
 
 // ownLock is a lock value this Locker wrote, and for which pod.
 type ownLock struct {
@@ -163,7 +186,15 @@ func Parse(value string) (taken time.Time, namespace, name string, err error) {
 // Binding cycles of this scheduler that want the same node take turns
 // before they ask the API server, so a backlog waiting for one node costs
 // one poller, not one per pod; Wait counts from the start of the turn.
-func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) error {
+func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) (err error) {
+	if waited := l.Observer.Waited; waited != nil {
+		start := time.Now()
+		defer func() { waited(time.Since(start), err) }()
+	}
+	return l.lock(ctx, nodeName, pod)
+}
+
+func (l *Locker) lock(ctx context.Context, nodeName string, pod *corev1.Pod) error {
 	logger := klog.FromContext(ctx)
 	done, err := l.waitTurn(ctx, nodeName)
 	if err != nil {
@@ -178,7 +209,7 @@ func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) err
 		if err != nil {
 			return fmt.Errorf("read node %s for its lock: %w", nodeName, err)
 		}
-		free, err := l.mayTake(ctx, node, pod)
+		free, takeOver, err := l.mayTake(ctx, node, pod)
 		if errors.Is(err, errHeldByPod) {
 			return nil
 		}
@@ -190,6 +221,9 @@ func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) err
 			err = l.patchLock(ctx, node, value)
 			if err == nil {
 				l.remember(nodeName, value, pod.UID)
+				if takeOver != "" && l.Observer.TookOver != nil {
+					l.Observer.TookOver(takeOver)
+				}
 				logger.V(4).Info("Node lock taken", "node", nodeName, "pod", klog.KObj(pod))
 				return nil
 			}
@@ -223,49 +257,49 @@ var errHeldByPod = errors.New("lock already held by this pod")
 //     be its holder (notTheHolder).
 //
 // A lock dated more than MaxClockSkew in the future counts as expired.
-func (l *Locker) mayTake(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (bool, error) {
+func (l *Locker) mayTake(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (free bool, takeOver string, err error) {
 	logger := klog.FromContext(ctx)
 	value, held := node.Annotations[devices.NodeLock]
 	if !held {
-		return true, nil
+		return true, "", nil
 	}
 	taken, ns, name, err := Parse(value)
 	if err != nil {
 		logger.Info("Taking over a malformed node lock", "node", node.Name, "lock", value, "err", err)
-		return true, nil
+		return true, TakeOverMalformed, nil
 	}
 	now := l.now()
 	if taken.Sub(now) > MaxClockSkew {
 		logger.Info("Taking over a node lock dated in the future", "node", node.Name, "lock", value, "maxClockSkew", MaxClockSkew)
-		return true, nil
+		return true, TakeOverFuture, nil
 	}
 	if now.Sub(taken) > l.Expiry {
 		logger.Info("Taking over an expired node lock", "node", node.Name, "lock", value)
-		return true, nil
+		return true, TakeOverExpired, nil
 	}
 	if ns == pod.Namespace && name == pod.Name {
 		if uid, ok := l.wroteFor(node.Name, value); ok && uid == pod.UID {
-			return false, errHeldByPod
+			return false, "", errHeldByPod
 		}
 		logger.V(4).Info("Renewing a node lock that names this pod but was not taken for it", "node", node.Name, "lock", value, "pod", klog.KObj(pod), "uid", pod.UID)
-		return true, nil
+		return true, TakeOverRenewed, nil
 	}
 	if name == "" {
-		return false, nil
+		return false, "", nil
 	}
 	holder, err := l.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		logger.Info("Taking over the node lock of a pod that no longer exists", "node", node.Name, "lock", value)
-		return true, nil
+		return true, TakeOverHolderGone, nil
 	case err != nil:
-		return false, fmt.Errorf("read holder %s/%s of node %s's lock: %w", ns, name, node.Name, err)
+		return false, "", fmt.Errorf("read holder %s/%s of node %s's lock: %w", ns, name, node.Name, err)
 	}
 	if why := l.notTheHolder(holder, node.Name, value, taken); why != "" {
 		logger.Info("Taking over the node lock of a pod that no longer exists", "node", node.Name, "lock", value, "holder", klog.KObj(holder), "uid", holder.UID, "reason", why)
-		return true, nil
+		return true, TakeOverNotHolder, nil
 	}
-	return false, nil
+	return false, "", nil
 }
 
 // notTheHolder says why the existing pod named by the lock value (dated
@@ -282,17 +316,10 @@ func (l *Locker) notTheHolder(holder *corev1.Pod, node, value string, taken time
 	if holder.Spec.NodeName != "" && holder.Spec.NodeName != node {
 		return "the pod of that name is bound to node " + holder.Spec.NodeName
 	}
-	switch holder.Annotations[devices.BindPhase] {
-	case devices.BindPhaseSuccess:
-		// Only a bound pod's devices are served; it never takes a lock again.
-		return "the pod's devices were already allocated (bind-phase success)"
-	case devices.BindPhaseFailed:
-		// A failed hand-over dated after the lock ended that lock's use;
-		// one dated before it may be an earlier attempt of the holder.
-		if bound, err := strconv.ParseInt(holder.Annotations[devices.BindTime], 10, 64); err == nil && bound > taken.Unix() {
-			return "the pod's hand-over failed after the lock was taken (bind-phase failed)"
-		}
-	}
+	// The holder's bind phase does not rule it out: HAMi's device plugin
+	// sets success (or failed) first and releases the lock in later calls,
+	// at 5 QPS; a lock taken over in between would be deleted by that
+	// release, and the next pod's Allocate would find another pod.
 	return ""
 }
 

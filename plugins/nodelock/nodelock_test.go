@@ -107,14 +107,18 @@ func TestLock(t *testing.T) {
 			lock:     lockAt(time.Second, "default", "other"),
 			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "n1", devices.BindPhaseAllocating, now)},
 			wantErr:  ErrBusy, wantLock: lockAt(time.Second, "default", "other")},
-		{name: "holder already served (bind-phase success)",
+		// HAMi's device plugin sets the phase, then releases the lock in
+		// later calls: until it has, the node is busy (found by the chaos
+		// suite: a take-over in between had the release delete the next
+		// pod's lock).
+		{name: "holder already served (bind-phase success) but not released yet is busy",
 			lock:     lockAt(time.Second, "default", "other"),
 			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "n1", devices.BindPhaseSuccess, now)},
-			wantLock: fresh},
-		{name: "holder's hand-over failed after the lock",
+			wantErr:  ErrBusy, wantLock: lockAt(time.Second, "default", "other")},
+		{name: "holder's hand-over failed after the lock but not released yet is busy",
 			lock:     lockAt(time.Minute, "default", "other"),
 			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "", devices.BindPhaseFailed, now.Add(-30*time.Second))},
-			wantLock: fresh},
+			wantErr:  ErrBusy, wantLock: lockAt(time.Minute, "default", "other")},
 		{name: "holder's failure predates the lock (a retry holding it) is busy",
 			lock:     lockAt(time.Second, "default", "other"),
 			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Hour), "", devices.BindPhaseFailed, now.Add(-time.Minute))},
@@ -297,5 +301,56 @@ func TestLockTakesTurns(t *testing.T) {
 	close(release)
 	if err := <-first; err != nil {
 		t.Errorf("first Lock: %v", err)
+	}
+}
+
+// TestLockObserver: the Observer hears each Lock call once, with its error,
+// and a take-over only when the lock was written over another holder's.
+func TestLockObserver(t *testing.T) {
+	me := holderPod("me", "uid-me", now.Add(-time.Hour), "", "", time.Time{})
+	other := holderPod("other", "uid-other", now.Add(-time.Hour), "", "", time.Time{})
+	tests := []struct {
+		name         string
+		lock         string
+		existing     []runtime.Object
+		wantErr      error
+		wantTakeOver string
+	}{
+		{name: "free node: no take-over"},
+		{name: "expired", lock: lockAt(10*time.Minute, "default", "other"), existing: []runtime.Object{other}, wantTakeOver: TakeOverExpired},
+		{name: "future", lock: lockAt(-2*time.Minute, "default", "other"), existing: []runtime.Object{other}, wantTakeOver: TakeOverFuture},
+		{name: "malformed", lock: "yesterday-ish", wantTakeOver: TakeOverMalformed},
+		{name: "holder gone", lock: lockAt(time.Second, "default", "gone"), wantTakeOver: TakeOverHolderGone},
+		{name: "namesake holder", lock: lockAt(3*time.Minute, "default", "other"),
+			existing: []runtime.Object{holderPod("other", "uid-other", now.Add(-time.Minute), "", "", time.Time{})}, wantTakeOver: TakeOverNotHolder},
+		{name: "renewed", lock: lockAt(4*time.Minute, "default", "me"), wantTakeOver: TakeOverRenewed},
+		{name: "busy: no take-over", lock: lockAt(time.Second, "default", "other"), existing: []runtime.Object{other}, wantErr: ErrBusy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(append(tt.existing, node(tt.lock))...)
+			l := New(client, 5*time.Minute, 0)
+			l.now = func() time.Time { return now }
+			var waits []error
+			var takeOvers []string
+			l.Observer = Observer{
+				Waited:   func(d time.Duration, err error) { waits = append(waits, err) },
+				TookOver: func(reason string) { takeOvers = append(takeOvers, reason) },
+			}
+			err := l.Lock(context.Background(), "n1", me)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Lock err = %v, want %v", err, tt.wantErr)
+			}
+			if len(waits) != 1 || !errors.Is(waits[0], tt.wantErr) {
+				t.Errorf("Waited calls %v, want one with %v", waits, tt.wantErr)
+			}
+			var want []string
+			if tt.wantTakeOver != "" {
+				want = []string{tt.wantTakeOver}
+			}
+			if strings.Join(takeOvers, ",") != strings.Join(want, ",") {
+				t.Errorf("TookOver calls %q, want %q", takeOvers, want)
+			}
+		})
 	}
 }

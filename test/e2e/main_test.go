@@ -61,7 +61,14 @@ func runWithCluster(m *testing.M, logFile *os.File) int {
 	controlPlane = cp
 	defer cp.Stop()
 
-	agent = simnode.NewAgent(cp.Client, 16)
+	// The faithful node side: each node's device plugin has HAMi's client
+	// limits and its kubelet the admission delay, so that the tests see
+	// the node lock held as long as in a cluster.
+	agent, err = simnode.NewAgent(cp.Config, simnode.Options{Workers: 16})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node agent:", err)
+		return 1
+	}
 	if err := agent.Start(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "start node agent:", err)
 		return 1

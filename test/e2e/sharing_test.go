@@ -24,9 +24,9 @@ func TestCardSharingLimits(t *testing.T) {
 		{name: "split-count", request: gpu{cards: 1, memory: 4000, cores: 10}, fit: 10,
 			wantReasons: []string{"1 Insufficient nvidia.com/gpu"}},
 		{name: "memory", request: gpu{cards: 1, memory: 10240}, fit: 4,
-			wantReasons: []string{"1 insufficient NVIDIA devices: 1/1 cards: insufficient memory"}},
+			wantReasons: []string{"1 insufficient NVIDIA devices: insufficient memory"}},
 		{name: "cores", request: gpu{cards: 1, memory: 1000, cores: 40}, fit: 2,
-			wantReasons: []string{"1 insufficient NVIDIA devices: 1/1 cards: insufficient cores"}},
+			wantReasons: []string{"1 insufficient NVIDIA devices: insufficient cores"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // apiCounter counts the API calls made through a client, by verb and
@@ -14,6 +15,9 @@ import (
 type apiCounter struct {
 	mu     sync.Mutex
 	counts map[string]int64
+	// spent is the time the counted requests took in the transport (not
+	// in a client's rate limiter, which waits before it), in all.
+	spent time.Duration
 }
 
 func newAPICounter() *apiCounter { return &apiCounter{counts: map[string]int64{}} }
@@ -26,7 +30,9 @@ func (c *apiCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
 			verb = "WATCH"
 		}
 		key := verb + " " + resourceOf(req.URL.Path)
+		start := time.Now()
 		resp, err := rt.RoundTrip(req)
+		took := time.Since(start)
 		switch {
 		case err != nil:
 			key += " (failed)"
@@ -35,6 +41,9 @@ func (c *apiCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
 		}
 		c.mu.Lock()
 		c.counts[key]++
+		if verb != "WATCH" {
+			c.spent += took
+		}
 		c.mu.Unlock()
 		return resp, err
 	})
@@ -43,6 +52,13 @@ func (c *apiCounter) Wrap(rt http.RoundTripper) http.RoundTripper {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// spentSoFar is the time the requests (watches aside) took so far.
+func (c *apiCounter) spentSoFar() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.spent
+}
 
 // snapshot copies the counts.
 func (c *apiCounter) snapshot() map[string]int64 {
@@ -149,3 +165,6 @@ func resourceOf(path string) string {
 		return parts[0] + "/" + parts[2]
 	}
 }
+
+// calls sums the reads and writes (not watches).
+func (d callDelta) calls() int64 { return d.total(true) + d.total(false) }

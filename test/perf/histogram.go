@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"k8s.io/component-base/metrics/legacyregistry"
@@ -103,4 +104,44 @@ func (h histogram) quantile(q float64) float64 {
 		return h.bounds[i]
 	}
 	return lower + (h.bounds[i]-lower)*(rank-below)/inBucket
+}
+
+// sumCount adds up the sum and count of every series of a histogram metric
+// whose labels include match (e.g. profile and extension_point).
+type sumCount struct{ sum, count float64 }
+
+func histogramTotals(name string, match map[string]string) (sumCount, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return sumCount{}, fmt.Errorf("gather metrics: %w", err)
+	}
+	var t sumCount
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for k, v := range match {
+				if label(m, k) != v {
+					continue series
+				}
+			}
+			t.sum += m.GetHistogram().GetSampleSum()
+			t.count += float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return t, nil
+}
+
+func (t sumCount) since(earlier sumCount) sumCount {
+	return sumCount{sum: t.sum - earlier.sum, count: t.count - earlier.count}
+}
+
+// mean is the mean observation in seconds, 0 when there is none.
+func (t sumCount) mean() time.Duration {
+	if t.count <= 0 {
+		return 0
+	}
+	return time.Duration(t.sum / t.count * float64(time.Second))
 }

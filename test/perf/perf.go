@@ -1,9 +1,12 @@
-// Package perf measures hami-scheduler's end-to-end throughput on the
-// in-process control plane (test/cluster) with simulated GPU nodes and
-// their device plugin and kubelet (test/gpunode): how fast a backlog of
-// fractional GPU pods is placed by the hami-scheduler profile, against an
-// equal backlog of plain whole-card pods placed by kube-scheduler's default
-// profile in the same run.
+// Package perf measures hami-scheduler end to end on the in-process
+// control plane (internal/localcluster) with simulated GPU nodes whose
+// device plugin and kubelet are played by internal/simnode: how fast pods
+// get to Running, how long each takes, what the scheduler and the nodes ask
+// of the API server per pod, and how tightly the pods are packed. HAMi's
+// fractional pods are placed with each node/card policy, once as a backlog
+// and once arriving at a steady rate; a backlog of plain whole-card pods
+// placed by kube-scheduler's default profile in the same run is the
+// baseline.
 package perf
 
 import (
@@ -13,10 +16,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
@@ -25,7 +28,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -38,36 +40,67 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
+// Arrival is how a phase's pods come.
+type Arrival string
+
+const (
+	// Backlog pods are all created before the scheduler starts.
+	Backlog Arrival = "backlog"
+	// Steady pods are created one by one at Options.Rate while the
+	// scheduler runs.
+	Steady Arrival = "steady"
+)
+
 // Options size a run.
 type Options struct {
-	// Nodes is a gpunode spec, e.g. "500 nodes x 8 cards of NVIDIA A100 40 GiB, split 10".
+	// Nodes is a simnode spec, e.g. "500 nodes x 8 cards of NVIDIA A100 40 GiB, split 10".
 	Nodes string
-	// Pods is the number of pods per profile.
+	// Pods is the number of pods per phase.
 	Pods int
-	// NodePolicy is HAMi's node policy (binpack or spread); empty: the
-	// plugin's default.
-	NodePolicy devices.NodePolicy
+	// Policies are the HAMi policies to run; each sets both
+	// nodeSchedulerPolicy and gpuSchedulerPolicy. Empty: binpack, spread.
+	Policies []devices.NodePolicy
+	// Arrivals are the HAMi arrivals to run per policy. Empty: backlog,
+	// steady.
+	Arrivals []Arrival
+	// Rate is the steady arrival rate in pods/s; 0: half the pods/s to
+	// Running of the same policy's backlog in this run (10 if none ran).
+	Rate float64
+	// NodeSide configures the simulated device plugins and kubelets; the
+	// zero value is the faithful node side. Its transport wrappers are
+	// the benchmark's.
+	NodeSide simnode.Options
 	// Seed makes the mix of requests repeatable.
 	Seed uint64
 	// Log receives the control plane's logs; nil discards them.
 	Log io.Writer
 	// Progress, if set, receives a line per phase as the run goes.
 	Progress io.Writer
-	// Timeout bounds each phase (default 20 minutes); pods not bound by
+	// Timeout bounds each phase (default 20 minutes); pods not Running by
 	// then are reported as such.
 	Timeout time.Duration
 }
 
-// Phase is the outcome of placing one backlog.
+// Phase is the outcome of placing one set of pods.
 type Phase struct {
 	// Profile is the scheduler profile that placed the pods.
 	Profile string
-	Pods    int
-	// Bound is how many were bound before the deadline.
-	Bound int
-	// Elapsed runs from the scheduler's start (caches synced, the backlog
-	// already created) to the last pod bound.
+	// Policy is HAMi's node and card policy; empty for the baseline.
+	Policy  devices.NodePolicy
+	Arrival Arrival
+	// Rate is the steady arrival rate (pods/s).
+	Rate float64
+	Pods int
+	// Bound, Running and Failed count the pods that got there before the
+	// deadline.
+	Bound, Running, Failed int
+	// Elapsed runs from the phase's start (the scheduler's start for a
+	// backlog, the first pod's creation for steady arrivals) to the last
+	// pod Running (or failed).
 	Elapsed time.Duration
+	// RunP50 and RunP99 are quantiles of the pods' time to Running: from
+	// the scheduler's start (backlog) or the pod's creation (steady).
+	RunP50, RunP99 time.Duration
 	// AttemptP50 and AttemptP99 are quantiles of the scheduler's own
 	// scheduling_attempt_duration_seconds (result=scheduled) histogram;
 	// an attempt spans the scheduling cycle and the binding cycle. The
@@ -78,40 +111,85 @@ type Phase struct {
 	P50Beyond, P99Beyond bool
 	// Scheduled, Unschedulable and Errors count attempts by result.
 	Scheduled, Unschedulable, Errors float64
-	// Scheduler and Agent are the API calls made by the scheduler and by
-	// the simulated device plugin and kubelet during the phase.
-	Scheduler, Agent callDelta
+	// Scheduler, DevicePlugin and Kubelet are the API calls made by the
+	// scheduler, the simulated device plugins and the simulated kubelets
+	// during the phase.
+	Scheduler, DevicePlugin, Kubelet callDelta
+	// Packing is where the pods went.
+	Packing Packing
+	// BindElapsed runs from the phase's start to the last pod bound.
+	BindElapsed time.Duration
+	// Algorithm is the time the scheduler spent finding nodes
+	// (scheduling_algorithm_duration_seconds: PreFilter, Filter, PreScore,
+	// Score) during the phase, in all; the scheduling loop runs it one pod
+	// at a time. PreBind is the mean duration of the PreBind extension
+	// point (HAMi's lock wait and assignment patch).
+	Algorithm sumCount
+	PreBind   sumCount
+	// SchedulerSpent and DevicePluginSpent are the time the scheduler's
+	// and the device plugins' API calls (watches aside) took in the
+	// transport, in all: the API server's latency, not the client limit.
+	SchedulerSpent, DevicePluginSpent time.Duration
 }
 
-// PodsPerSecond is the phase's throughput.
+// Name names the phase in tables.
+func (p Phase) Name() string {
+	if p.Profile != profile.SchedulerName {
+		return "baseline " + string(p.Arrival)
+	}
+	return fmt.Sprintf("hami %s %s", p.Arrival, p.Policy)
+}
+
+// PodsPerSecond is the phase's throughput to Running.
 func (p Phase) PodsPerSecond() float64 {
 	if p.Elapsed <= 0 {
 		return 0
 	}
-	return float64(p.Bound) / p.Elapsed.Seconds()
+	return float64(p.Running) / p.Elapsed.Seconds()
+}
+
+// Packing counts the cards and nodes the pods of a phase hold, against a
+// lower bound of the fewest that could hold them.
+type Packing struct {
+	// Cards and Nodes are the cards and nodes holding at least one pod.
+	Cards, Nodes int
+	// MinCards is a lower bound of the cards the pods need: the largest
+	// of their total memory, total cores and total sharers each divided
+	// by one card's capacity, and the most cards one container asks for.
+	// MinNodes is MinCards divided by the cards of a node. Both are
+	// bounds, not always achievable (bin packing is hard).
+	MinCards, MinNodes int
 }
 
 // Result is a whole run.
 type Result struct {
-	Options  Options
-	Baseline Phase
-	HAMi     Phase
+	Options Options
+	// NodeSide describes the simulated nodes' mode.
+	NodeSide string
+	// Phases are the baseline first, then HAMi's by policy and arrival.
+	Phases []Phase
 	// Overcommitted lists cards holding more than they have, according to
-	// the pods' annotations after the run; empty when all is well.
+	// the pods' annotations after each phase, and other accounting
+	// problems; empty when all is well.
 	Overcommitted []string
 }
 
-// Ratio is HAMi's throughput relative to the baseline's.
-func (r *Result) Ratio() float64 {
-	if b := r.Baseline.PodsPerSecond(); b > 0 {
-		return r.HAMi.PodsPerSecond() / b
+// Baseline is the baseline phase.
+func (r *Result) Baseline() Phase { return r.Phases[0] }
+
+// Find returns HAMi's phase for a policy and arrival.
+func (r *Result) Find(policy devices.NodePolicy, arrival Arrival) (Phase, bool) {
+	for _, p := range r.Phases[1:] {
+		if p.Policy == policy && p.Arrival == arrival {
+			return p, true
+		}
 	}
-	return 0
+	return Phase{}, false
 }
 
-// Run starts a control plane, creates the nodes, then places the baseline
-// backlog and the HAMi backlog one after the other, each by a freshly
-// started scheduler.
+// Run starts a control plane, creates the nodes, then runs the phases one
+// after the other, each with a freshly started scheduler; a phase's pods
+// are deleted before the next starts.
 func Run(ctx context.Context, opts Options) (*Result, error) {
 	specs, err := simnode.ParseSpecs(opts.Nodes)
 	if err != nil {
@@ -119,6 +197,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if opts.Pods <= 0 {
 		return nil, fmt.Errorf("pods %d: want at least 1", opts.Pods)
+	}
+	if len(opts.Policies) == 0 {
+		opts.Policies = []devices.NodePolicy{devices.NodeBinpack, devices.NodeSpread}
+	}
+	if len(opts.Arrivals) == 0 {
+		opts.Arrivals = []Arrival{Backlog, Steady}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 20 * time.Minute
 	}
 	progress := opts.Progress
 	if progress == nil {
@@ -130,18 +217,22 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	defer cp.Stop()
 
-	agentCalls := newAPICounter()
-	agentConfig := rest.CopyConfig(cp.Config)
-	agentConfig.Wrap(agentCalls.Wrap)
-	agentClient, err := kubernetes.NewForConfig(agentConfig)
+	calls := &nodeCalls{devicePlugin: newAPICounter(), kubelet: newAPICounter()}
+	nodeSide := opts.NodeSide
+	nodeSide.DevicePluginWrap, nodeSide.KubeletWrap = calls.devicePlugin.Wrap, calls.kubelet.Wrap
+	if nodeSide.Workers == 0 {
+		nodeSide.Workers = 32
+	}
+	agent, err := simnode.NewAgent(cp.Config, nodeSide)
 	if err != nil {
 		return nil, err
 	}
-	agent := simnode.NewAgent(agentClient, 32)
 	if err := agent.Start(ctx); err != nil {
 		return nil, err
 	}
 	defer agent.Stop()
+	r := &Result{Options: opts, NodeSide: agent.Options().String()}
+	fmt.Fprintf(progress, "node side: %s\n", r.NodeSide)
 
 	var nodes []*corev1.Node
 	for _, s := range specs {
@@ -152,75 +243,119 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 
-	if opts.Timeout <= 0 {
-		opts.Timeout = 20 * time.Minute
+	run := func(ph Phase, args *hamiv1.HAMiArgs, containers func() []corev1.Container) error {
+		ph, problems, err := runPhase(ctx, cp, calls, args, opts.Timeout, ph, containers, progress)
+		if err != nil {
+			return err
+		}
+		r.Phases = append(r.Phases, ph)
+		for _, p := range problems {
+			r.Overcommitted = append(r.Overcommitted, ph.Name()+": "+p)
+		}
+		return nil
 	}
-	r := &Result{Options: opts}
-	var args *hamiv1.HAMiArgs
-	if opts.NodePolicy != "" {
-		args = &hamiv1.HAMiArgs{NodeSchedulerPolicy: ptr.To(string(opts.NodePolicy))}
-	}
-	rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
-	r.Baseline, err = runPhase(ctx, cp, agentCalls, args, opts.Timeout, "baseline", profile.DefaultSchedulerName, opts.Pods, func(int) []corev1.Container {
+	if err := run(Phase{Profile: profile.DefaultSchedulerName, Arrival: Backlog, Pods: opts.Pods}, nil, func() []corev1.Container {
 		return []corev1.Container{container(gpuRequest{cards: 1})}
-	}, progress)
-	if err != nil {
+	}); err != nil {
 		return nil, err
 	}
-	r.HAMi, err = runPhase(ctx, cp, agentCalls, args, opts.Timeout, "hami", profile.SchedulerName, opts.Pods, func(int) []corev1.Container {
-		return []corev1.Container{container(mixedRequest(rng))}
-	}, progress)
-	if err != nil {
-		return nil, err
+	for _, policy := range opts.Policies {
+		args := &hamiv1.HAMiArgs{NodeSchedulerPolicy: ptr.To(string(policy)), GPUSchedulerPolicy: ptr.To(string(policy))}
+		for _, arrival := range opts.Arrivals {
+			ph := Phase{Profile: profile.SchedulerName, Policy: policy, Arrival: arrival, Pods: opts.Pods}
+			if arrival == Steady {
+				ph.Rate = opts.Rate
+				if ph.Rate <= 0 {
+					ph.Rate = 10
+					if b, ok := r.Find(policy, Backlog); ok && b.PodsPerSecond() > 0 {
+						ph.Rate = math.Round(b.PodsPerSecond()*5) / 10
+					}
+				}
+			}
+			// Every HAMi phase draws the same mix.
+			rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
+			if err := run(ph, args, func() []corev1.Container {
+				return []corev1.Container{container(mixedRequest(rng))}
+			}); err != nil {
+				return nil, err
+			}
+		}
 	}
-
-	allNodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	allPods, err := cp.Client.CoreV1().Pods("hami").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
-	report := allocation.Read(allNodes.Items, allPods.Items)
-	r.Overcommitted = append(allocation.Overcommitments(report.Cards), report.PodProblems...)
 	if s := agent.Stats(); s.Mismatched > 0 {
 		r.Overcommitted = append(r.Overcommitted, fmt.Sprintf("device plugin found the wrong pod %d times", s.Mismatched))
 	}
 	return r, nil
 }
 
-// runPhase creates the backlog in its own namespace while no scheduler
-// runs, starts a scheduler and measures until every pod is bound.
-func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agentCalls *apiCounter, args *hamiv1.HAMiArgs, timeout time.Duration,
-	namespace, schedulerName string, pods int, containers func(int) []corev1.Container, progress io.Writer) (Phase, error) {
-	ph := Phase{Profile: schedulerName, Pods: pods}
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
-		return ph, err
+// nodeCalls count the simulated nodes' API calls.
+type nodeCalls struct {
+	devicePlugin, kubelet *apiCounter
+}
+
+// podTimes follows a phase's pods through a watch.
+type podTimes struct {
+	mu                     sync.Mutex
+	bound, running, failed map[string]time.Time
+	pods                   int
+	done                   chan struct{}
+}
+
+func (t *podTimes) observe(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Spec.NodeName == "" {
+		return
 	}
-	fmt.Fprintf(progress, "%s: creating %d pods for %s\n", namespace, pods, schedulerName)
-	if err := createPods(ctx, cp.Client, namespace, schedulerName, pods, containers); err != nil {
-		return ph, err
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, seen := t.bound[p.Name]; !seen {
+		t.bound[p.Name] = now
+	}
+	target := map[corev1.PodPhase]map[string]time.Time{corev1.PodRunning: t.running, corev1.PodFailed: t.failed}[p.Status.Phase]
+	if target == nil {
+		return
+	}
+	if _, seen := target[p.Name]; seen {
+		return
+	}
+	target[p.Name] = now
+	if len(t.running)+len(t.failed) == t.pods {
+		close(t.done)
+	}
+}
+
+// runPhase creates the phase's pods in its own namespace (before the
+// scheduler starts for a backlog, at the phase's rate after it for steady
+// arrivals), measures until every pod is Running or failed, then deletes
+// them. problems are accounting problems found before the deletion.
+func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCalls, args *hamiv1.HAMiArgs, timeout time.Duration,
+	ph Phase, containers func() []corev1.Container, progress io.Writer) (_ Phase, problems []string, _ error) {
+	namespace := strings.ReplaceAll(ph.Name(), " ", "-")
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+		return ph, nil, err
+	}
+	// Draw the requests up front, in pod order.
+	specs := make([]corev1.PodSpec, ph.Pods)
+	for i := range specs {
+		specs[i] = corev1.PodSpec{SchedulerName: ph.Profile, Containers: containers()}
+	}
+	newPod := func(i int) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "p-" + strconv.Itoa(i)}, Spec: specs[i]}
+	}
+	if ph.Arrival == Backlog {
+		fmt.Fprintf(progress, "%s: creating %d pods\n", ph.Name(), ph.Pods)
+		if err := createPods(ctx, cp.Client, ph.Pods, newPod); err != nil {
+			return ph, nil, err
+		}
 	}
 
-	// Count bindings as they happen.
-	var bound atomic.Int64
-	allBound := make(chan struct{})
-	seen := sync.Map{}
+	times := &podTimes{bound: map[string]time.Time{}, running: map[string]time.Time{}, failed: map[string]time.Time{},
+		pods: ph.Pods, done: make(chan struct{})}
 	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(namespace))
-	onPod := func(obj any) {
-		p, ok := obj.(*corev1.Pod)
-		if !ok || p.Spec.NodeName == "" {
-			return
-		}
-		if _, dup := seen.LoadOrStore(p.UID, true); !dup && bound.Add(1) == int64(pods) {
-			close(allBound)
-		}
-	}
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: onPod, UpdateFunc: func(_, obj any) { onPod(obj) },
+		AddFunc: times.observe, UpdateFunc: func(_, obj any) { times.observe(obj) },
 	}); err != nil {
-		return ph, err
+		return ph, nil, err
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer func() { stopWatch(); factory.Shutdown() }()
@@ -228,51 +363,229 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agentCalls *ap
 	factory.WaitForCacheSync(watchCtx.Done())
 
 	schedCalls := newAPICounter()
-	scheduledBefore, err := attempts(schedulerName, "scheduled")
+	scheduledBefore, err := attempts(ph.Profile, "scheduled")
 	if err != nil {
-		return ph, err
+		return ph, nil, err
 	}
-	unschedulableBefore, _ := attempts(schedulerName, "unschedulable")
-	errorsBefore, _ := attempts(schedulerName, "error")
-	agentBefore := agentCalls.snapshot()
+	unschedulableBefore, _ := attempts(ph.Profile, "unschedulable")
+	errorsBefore, _ := attempts(ph.Profile, "error")
+	dpBefore, kubeletBefore := calls.devicePlugin.snapshot(), calls.kubelet.snapshot()
+	dpSpentBefore := calls.devicePlugin.spentSoFar()
+	algorithmBefore, _ := histogramTotals(algorithmMetric, nil)
+	preBindBefore, _ := histogramTotals(extensionPointMetric, map[string]string{"profile": ph.Profile, "extension_point": "PreBind"})
 
 	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{
 		Args:          args,
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return schedCalls.Wrap(rt) },
 	})
 	if err != nil {
-		return ph, err
+		return ph, nil, err
 	}
-	fmt.Fprintf(progress, "%s: scheduler started\n", namespace)
+	fmt.Fprintf(progress, "%s: scheduler started\n", ph.Name())
 	start := time.Now()
+	created := make([]time.Time, ph.Pods)
+	deadline := time.After(timeout)
+	createErr := make(chan error, 1)
+	if ph.Arrival == Steady {
+		fmt.Fprintf(progress, "%s: creating %d pods at %g/s\n", ph.Name(), ph.Pods, ph.Rate)
+		createErr <- createSteadily(ctx, cp.Client, ph.Pods, ph.Rate, newPod, created)
+	} else {
+		for i := range created {
+			created[i] = start
+		}
+		createErr <- nil
+	}
+	if err := <-createErr; err != nil {
+		sched.Stop()
+		return ph, nil, err
+	}
 	select {
-	case <-allBound:
-	case <-time.After(timeout):
+	case <-times.done:
+	case <-deadline:
 	case <-ctx.Done():
 	}
-	ph.Elapsed = time.Since(start)
-	ph.Bound = int(bound.Load())
-	// Let the last events and device-plugin calls of the phase land
-	// before the counters are read.
+	times.mu.Lock()
+	ph.Bound, ph.Running, ph.Failed = len(times.bound), len(times.running), len(times.failed)
+	var last time.Time
+	var toRunning []time.Duration
+	for name, at := range times.running {
+		i, _ := strconv.Atoi(strings.TrimPrefix(name, "p-"))
+		toRunning = append(toRunning, at.Sub(created[i]))
+		if at.After(last) {
+			last = at
+		}
+	}
+	for _, at := range times.failed {
+		if at.After(last) {
+			last = at
+		}
+	}
+	var lastBound time.Time
+	for _, at := range times.bound {
+		if at.After(lastBound) {
+			lastBound = at
+		}
+	}
+	times.mu.Unlock()
+	if !lastBound.IsZero() {
+		ph.BindElapsed = lastBound.Sub(created[0])
+	}
+	if !last.IsZero() {
+		ph.Elapsed = last.Sub(created[0])
+	}
+	ph.RunP50, ph.RunP99 = quantile(toRunning, 0.50), quantile(toRunning, 0.99)
+	// Let the last events and node-side calls of the phase land before
+	// the counters are read.
 	time.Sleep(2 * time.Second)
 	sched.Stop()
-	fmt.Fprintf(progress, "%s: %d/%d pods bound in %s\n", namespace, ph.Bound, pods, ph.Elapsed.Round(time.Millisecond))
+	fmt.Fprintf(progress, "%s: %d/%d pods Running (%d failed) in %s\n", ph.Name(), ph.Running, ph.Pods, ph.Failed, ph.Elapsed.Round(time.Millisecond))
 
 	ph.Scheduler = delta(nil, schedCalls.snapshot())
-	ph.Agent = delta(agentBefore, agentCalls.snapshot())
-	scheduled, err := attempts(schedulerName, "scheduled")
+	ph.DevicePlugin = delta(dpBefore, calls.devicePlugin.snapshot())
+	ph.Kubelet = delta(kubeletBefore, calls.kubelet.snapshot())
+	ph.SchedulerSpent, ph.DevicePluginSpent = schedCalls.spentSoFar(), calls.devicePlugin.spentSoFar()-dpSpentBefore
+	scheduled, err := attempts(ph.Profile, "scheduled")
 	if err != nil {
-		return ph, err
+		return ph, nil, err
 	}
 	h := scheduled.since(scheduledBefore)
 	ph.AttemptP50, ph.P50Beyond = seconds(h.quantile(0.50), h)
 	ph.AttemptP99, ph.P99Beyond = seconds(h.quantile(0.99), h)
 	ph.Scheduled = h.count()
-	unschedulable, _ := attempts(schedulerName, "unschedulable")
+	unschedulable, _ := attempts(ph.Profile, "unschedulable")
 	ph.Unschedulable = unschedulable.since(unschedulableBefore).count()
-	errs, _ := attempts(schedulerName, "error")
+	errs, _ := attempts(ph.Profile, "error")
 	ph.Errors = errs.since(errorsBefore).count()
-	return ph, nil
+	algorithm, _ := histogramTotals(algorithmMetric, nil)
+	ph.Algorithm = algorithm.since(algorithmBefore)
+	preBind, _ := histogramTotals(extensionPointMetric, map[string]string{"profile": ph.Profile, "extension_point": "PreBind"})
+	ph.PreBind = preBind.since(preBindBefore)
+
+	allNodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ph, nil, err
+	}
+	pods, err := cp.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ph, nil, err
+	}
+	report := allocation.Read(allNodes.Items, pods.Items)
+	problems = append(allocation.Overcommitments(report.Cards), report.PodProblems...)
+	if ph.Profile == profile.SchedulerName {
+		ph.Packing = fractionalPacking(report)
+	} else {
+		ph.Packing = wholeCardPacking(allNodes.Items, pods.Items)
+	}
+	return ph, problems, deletePods(ctx, cp.Client, namespace)
+}
+
+// Scheduler metrics read besides the attempts.
+const (
+	algorithmMetric      = "scheduler_scheduling_algorithm_duration_seconds"
+	extensionPointMetric = "scheduler_framework_extension_point_duration_seconds"
+)
+
+// quantile is the q-quantile of ds (nearest rank); 0 when empty.
+func quantile(ds []time.Duration, q float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(q*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// fractionalPacking reads HAMi's placement from the pods' annotations.
+func fractionalPacking(report allocation.Report) Packing {
+	var p Packing
+	var memory, cores, sharers int64
+	var capMemory, capCores, capSplit int64
+	nodes, perNode := map[string]bool{}, map[string]int{}
+	for _, c := range report.Cards {
+		perNode[c.Node]++
+		capMemory, capCores, capSplit = max(capMemory, int64(c.MemoryMiB)), max(capCores, int64(c.Cores)), max(capSplit, int64(c.Split))
+		if c.Used.Sharers == 0 {
+			continue
+		}
+		p.Cards++
+		nodes[c.Node] = true
+		memory, cores, sharers = memory+int64(c.Used.MemoryMiB), cores+int64(c.Used.Cores), sharers+int64(c.Used.Sharers)
+	}
+	p.Nodes = len(nodes)
+	widest := 0
+	for _, grants := range report.Grants {
+		perContainer := map[string]int{}
+		for _, g := range grants {
+			perContainer[g.Container]++
+			widest = max(widest, perContainer[g.Container])
+		}
+	}
+	p.MinCards = widest
+	for _, b := range [][2]int64{{memory, capMemory}, {cores, capCores}, {sharers, capSplit}} {
+		if b[1] > 0 {
+			p.MinCards = max(p.MinCards, int((b[0]+b[1]-1)/b[1]))
+		}
+	}
+	cardsPerNode := 0
+	for _, n := range perNode {
+		cardsPerNode = max(cardsPerNode, n)
+	}
+	if cardsPerNode > 0 {
+		p.MinNodes = (p.MinCards + cardsPerNode - 1) / cardsPerNode
+	}
+	return p
+}
+
+// wholeCardPacking counts the whole cards (nvidia.com/gpu) the running
+// pods hold through the default profile.
+func wholeCardPacking(nodes []corev1.Node, pods []corev1.Pod) Packing {
+	var p Packing
+	used := map[string]bool{}
+	for i := range pods {
+		if pods[i].Spec.NodeName == "" || pods[i].Status.Phase != corev1.PodRunning {
+			continue
+		}
+		used[pods[i].Spec.NodeName] = true
+		for _, c := range pods[i].Spec.Containers {
+			if q, ok := c.Resources.Limits[nvidia.DefaultCountName]; ok {
+				p.Cards += int(q.Value())
+			}
+		}
+	}
+	p.Nodes, p.MinCards = len(used), p.Cards
+	cardsPerNode := int64(0)
+	for i := range nodes {
+		if q, ok := nodes[i].Status.Allocatable[nvidia.DefaultCountName]; ok {
+			cardsPerNode = max(cardsPerNode, q.Value())
+		}
+	}
+	if cardsPerNode > 0 {
+		p.MinNodes = int((int64(p.MinCards) + cardsPerNode - 1) / cardsPerNode)
+	}
+	return p
+}
+
+// deletePods removes a phase's pods at once and waits until they are gone.
+func deletePods(ctx context.Context, client kubernetes.Interface, namespace string) error {
+	if err := client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete pods of %s: %w", namespace, err)
+	}
+	for range 300 {
+		list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("pods of %s still there a minute after their deletion", namespace)
 }
 
 // seconds converts a quantile; beyond reports one past h's last finite
@@ -299,8 +612,8 @@ func formatQuantile(d time.Duration, beyond bool) string {
 	return s
 }
 
-// createPods creates the backlog with a few parallel clients.
-func createPods(ctx context.Context, client kubernetes.Interface, namespace, schedulerName string, n int, containers func(int) []corev1.Container) error {
+// createPods creates a backlog with a few parallel clients.
+func createPods(ctx context.Context, client kubernetes.Interface, n int, newPod func(int) *corev1.Pod) error {
 	const parallel = 16
 	var (
 		wg    sync.WaitGroup
@@ -311,7 +624,7 @@ func createPods(ctx context.Context, client kubernetes.Interface, namespace, sch
 	for range parallel {
 		wg.Go(func() {
 			for p := range next {
-				if _, err := client.CoreV1().Pods(namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				if _, err := client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
 					mu.Lock()
 					if first == nil {
 						first = fmt.Errorf("create pod %s: %w", p.Name, err)
@@ -322,12 +635,46 @@ func createPods(ctx context.Context, client kubernetes.Interface, namespace, sch
 		})
 	}
 	for i := range n {
-		next <- &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "p-" + strconv.Itoa(i)},
-			Spec:       corev1.PodSpec{SchedulerName: schedulerName, Containers: containers(i)},
-		}
+		next <- newPod(i)
 	}
 	close(next)
+	wg.Wait()
+	return first
+}
+
+// createSteadily creates pod i at i/rate seconds from now (or as soon after
+// as it can), noting in created when its creation was asked for.
+func createSteadily(ctx context.Context, client kubernetes.Interface, n int, rate float64, newPod func(int) *corev1.Pod, created []time.Time) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+		slots = make(chan struct{}, 32)
+	)
+	start := time.Now()
+	for i := range n {
+		if wait := time.Until(start.Add(time.Duration(float64(i) / rate * float64(time.Second)))); wait > 0 {
+			select {
+			case <-ctx.Done():
+				wg.Wait()
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+		slots <- struct{}{}
+		created[i] = time.Now()
+		p := newPod(i)
+		wg.Go(func() {
+			defer func() { <-slots }()
+			if _, err := client.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = fmt.Errorf("create pod %s: %w", p.Name, err)
+				}
+				mu.Unlock()
+			}
+		})
+	}
 	wg.Wait()
 	return first
 }
@@ -366,35 +713,72 @@ func mixedRequest(rng *rand.Rand) gpuRequest {
 	}
 }
 
-// Print writes the run as a table.
+// Print writes the run as a table, one column per phase.
 func (r *Result) Print(w io.Writer) {
-	fmt.Fprintf(w, "End-to-end throughput: %s; %d pods per profile\n", r.Options.Nodes, r.Options.Pods)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	b, h := r.Baseline, r.HAMi
-	row := func(name string, f func(Phase) string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, f(b), f(h)) }
-	row("", func(p Phase) string {
-		if p.Profile == profile.SchedulerName {
-			return "hami (" + p.Profile + ")"
+	fmt.Fprintf(w, "End-to-end: %s; %d pods per phase\n%s\n", r.Options.Nodes, r.Options.Pods, r.NodeSide)
+	fmt.Fprintln(w, "policy P: nodeSchedulerPolicy=P and gpuSchedulerPolicy=P; time to Running from the scheduler's start (backlog) or the pod's creation (steady)")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	row := func(name string, f func(Phase) string) {
+		fmt.Fprintf(tw, "%s\t", name)
+		for _, p := range r.Phases {
+			fmt.Fprintf(tw, "%s\t", f(p))
 		}
-		return "baseline (" + p.Profile + ")"
+		fmt.Fprintln(tw)
+	}
+	row("", Phase.Name)
+	row("profile", func(p Phase) string { return p.Profile })
+	row("arrival", func(p Phase) string {
+		if p.Arrival == Steady {
+			return fmt.Sprintf("%g pods/s", p.Rate)
+		}
+		return "backlog"
 	})
-	row("pods bound", func(p Phase) string { return fmt.Sprintf("%d/%d", p.Bound, p.Pods) })
-	row("time to bind all", func(p Phase) string { return p.Elapsed.Round(10 * time.Millisecond).String() })
-	row("pods/s", func(p Phase) string { return strconv.FormatFloat(p.PodsPerSecond(), 'f', 1, 64) })
+	row("pods Running / failed", func(p Phase) string { return fmt.Sprintf("%d/%d / %d", p.Running, p.Pods, p.Failed) })
+	row("time to all Running", func(p Phase) string { return p.Elapsed.Round(10 * time.Millisecond).String() })
+	row("time to all bound", func(p Phase) string { return p.BindElapsed.Round(10 * time.Millisecond).String() })
+	row("pods/s to Running", func(p Phase) string { return strconv.FormatFloat(p.PodsPerSecond(), 'f', 1, 64) })
+	row("time to Running p50", func(p Phase) string { return p.RunP50.Round(time.Millisecond).String() })
+	row("time to Running p99", func(p Phase) string { return p.RunP99.Round(time.Millisecond).String() })
 	row("attempt p50 / p99", func(p Phase) string {
 		return formatQuantile(p.AttemptP50, p.P50Beyond) + " / " + formatQuantile(p.AttemptP99, p.P99Beyond)
 	})
-	row("attempts ok / unschedulable / error", func(p Phase) string {
+	row("attempts ok / unsched. / error", func(p Phase) string {
 		return fmt.Sprintf("%.0f / %.0f / %.0f", p.Scheduled, p.Unschedulable, p.Errors)
 	})
-	row("scheduler API writes/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(true)), float64(p.Bound)) })
-	row("scheduler API reads/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(false)), float64(p.Bound)) })
-	row("device plugin + kubelet writes/pod", func(p Phase) string { return ratio(float64(p.Agent.total(true)), float64(p.Bound)) })
+	row("algorithm: total (busy %)", func(p Phase) string {
+		busy := 0.0
+		if p.Elapsed > 0 {
+			busy = 100 * p.Algorithm.sum / p.Elapsed.Seconds()
+		}
+		return fmt.Sprintf("%s (%.0f%%)", (time.Duration(p.Algorithm.sum * float64(time.Second))).Round(time.Millisecond), busy)
+	})
+	row("PreBind mean", func(p Phase) string { return p.PreBind.mean().Round(time.Millisecond).String() })
+	row("scheduler writes/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(true)), float64(p.Bound)) })
+	row("scheduler reads/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(false)), float64(p.Bound)) })
+	row("device plugin calls/pod", func(p Phase) string { return ratio(float64(p.DevicePlugin.calls()), float64(p.Bound)) })
+	row("API latency: scheduler / device plugin", func(p Phase) string {
+		mean := func(d time.Duration, n int64) string {
+			if n == 0 {
+				return "-"
+			}
+			return (d / time.Duration(n)).Round(100 * time.Microsecond).String()
+		}
+		return mean(p.SchedulerSpent, p.Scheduler.calls()) + " / " + mean(p.DevicePluginSpent, p.DevicePlugin.calls())
+	})
+	row("kubelet calls/pod", func(p Phase) string { return ratio(float64(p.Kubelet.calls()), float64(p.Bound)) })
+	row("cards used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Cards, p.Packing.MinCards) })
+	row("nodes used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Nodes, p.Packing.MinNodes) })
 	_ = tw.Flush()
-	fmt.Fprintf(w, "ratio hami/baseline pods/s: %.2f\n", r.Ratio())
-	for _, p := range []Phase{b, h} {
-		fmt.Fprintf(w, "%s writes/pod: %s\n", p.Profile, p.Scheduler.breakdown(true, p.Bound))
-		fmt.Fprintf(w, "%s reads/pod: %s\n", p.Profile, p.Scheduler.breakdown(false, p.Bound))
+	if b := r.Baseline().PodsPerSecond(); b > 0 {
+		for _, p := range r.Phases[1:] {
+			fmt.Fprintf(w, "ratio %s / baseline pods/s: %.3f\n", p.Name(), p.PodsPerSecond()/b)
+		}
+	}
+	for _, p := range r.Phases {
+		fmt.Fprintf(w, "%s: scheduler writes/pod: %s\n", p.Name(), p.Scheduler.breakdown(true, p.Bound))
+		fmt.Fprintf(w, "%s: scheduler reads/pod: %s\n", p.Name(), p.Scheduler.breakdown(false, p.Bound))
+		fmt.Fprintf(w, "%s: device plugin calls/pod: %s; kubelet: %s\n", p.Name(),
+			p.DevicePlugin.breakdown(true, p.Bound)+"; "+p.DevicePlugin.breakdown(false, p.Bound), p.Kubelet.breakdown(true, p.Bound))
 	}
 	if len(r.Overcommitted) > 0 {
 		fmt.Fprintf(w, "ACCOUNTING PROBLEMS:\n  %s\n", strings.Join(r.Overcommitted, "\n  "))

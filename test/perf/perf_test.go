@@ -13,15 +13,23 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
 var (
-	nodesFlag  = flag.Int("nodes", 500, "BenchmarkThroughput: number of nodes")
+	nodesFlag  = flag.Int("nodes", 200, "BenchmarkThroughput: number of nodes")
 	cardsFlag  = flag.Int("cards", 8, "BenchmarkThroughput: cards per node")
 	modelFlag  = flag.String("model", "NVIDIA A100 40 GiB, split 10", "BenchmarkThroughput: card model, memory and split")
-	podsFlag   = flag.Int("pods", 4000, "BenchmarkThroughput: pods per profile")
-	policyFlag = flag.String("node-policy", "", "BenchmarkThroughput: HAMi node policy, binpack or spread (default: the plugin's)")
+	podsFlag   = flag.Int("pods", 1000, "BenchmarkThroughput: pods per phase")
+	policyFlag = flag.String("policies", "binpack,spread", "BenchmarkThroughput: HAMi policies to run, each setting the node and the card policy")
+	arrivals   = flag.String("arrivals", "backlog,steady", "BenchmarkThroughput: HAMi arrivals to run: backlog, steady")
+	rateFlag   = flag.Float64("rate", 0, "BenchmarkThroughput: steady arrival rate in pods/s (0: half the same policy's backlog pods/s)")
+	nodeSide   = flag.String("node-side", "faithful", "BenchmarkThroughput: simulated device plugins and kubelets: faithful (HAMi's client limits, admission delay) or fast")
+	dpQPS      = flag.Float64("device-plugin-qps", simnode.DefaultDevicePluginQPS, "BenchmarkThroughput: QPS of each node's device plugin client (negative: no limit)")
+	dpBurst    = flag.Int("device-plugin-burst", simnode.DefaultDevicePluginBurst, "BenchmarkThroughput: burst of each node's device plugin client")
+	phaseLimit = flag.Duration("phase-timeout", 20*time.Minute, "BenchmarkThroughput: bound of each phase; pods not Running by then are reported")
+	admission  = flag.Duration("admission-delay", simnode.DefaultAdmissionDelay, "BenchmarkThroughput: kubelet admission delay (0: none)")
 )
 
 var logPath string
@@ -60,11 +68,29 @@ func TestMain(m *testing.M) {
 // flags; b.N is ignored (use -benchtime 1x).
 func BenchmarkThroughput(b *testing.B) {
 	opts := Options{
-		Nodes:      fmt.Sprintf("%d nodes x %d cards of %s", *nodesFlag, *cardsFlag, *modelFlag),
-		Pods:       *podsFlag,
-		NodePolicy: devices.NodePolicy(*policyFlag),
-		Seed:       1,
-		Progress:   os.Stdout,
+		Nodes:    fmt.Sprintf("%d nodes x %d cards of %s", *nodesFlag, *cardsFlag, *modelFlag),
+		Pods:     *podsFlag,
+		Rate:     *rateFlag,
+		Timeout:  *phaseLimit,
+		Seed:     1,
+		Progress: os.Stdout,
+		NodeSide: simnode.Options{DevicePluginQPS: float32(*dpQPS), DevicePluginBurst: *dpBurst, AdmissionDelay: *admission},
+	}
+	if opts.NodeSide.AdmissionDelay == 0 {
+		opts.NodeSide.AdmissionDelay = -1
+	}
+	switch *nodeSide {
+	case "faithful":
+	case "fast":
+		opts.NodeSide.Fast = true
+	default:
+		b.Fatalf("-node-side=%s: want faithful or fast", *nodeSide)
+	}
+	for p := range strings.SplitSeq(*policyFlag, ",") {
+		opts.Policies = append(opts.Policies, devices.NodePolicy(strings.TrimSpace(p)))
+	}
+	for a := range strings.SplitSeq(*arrivals, ",") {
+		opts.Arrivals = append(opts.Arrivals, Arrival(strings.TrimSpace(a)))
 	}
 	var r *Result
 	for b.Loop() {
@@ -75,48 +101,72 @@ func BenchmarkThroughput(b *testing.B) {
 		}
 	}
 	r.Print(os.Stdout)
-	b.ReportMetric(r.HAMi.PodsPerSecond(), "hami-pods/s")
-	b.ReportMetric(r.Baseline.PodsPerSecond(), "baseline-pods/s")
-	b.ReportMetric(r.Ratio(), "hami/baseline")
+	b.ReportMetric(r.Baseline().PodsPerSecond(), "baseline-pods/s")
+	for _, p := range r.Phases[1:] {
+		b.ReportMetric(p.PodsPerSecond(), fmt.Sprintf("%s-%s-pods/s", p.Arrival, p.Policy))
+	}
 	b.ReportMetric(0, "ns/op")
 	if len(r.Overcommitted) > 0 {
 		b.Errorf("accounting problems: %v", r.Overcommitted)
 	}
 }
 
-// A small run, part of `make test`: every pod of both backlogs is placed,
-// the metrics and counters the benchmark reports are filled in, and no
-// card is over-committed. The 64 cards outnumber the cards 40 pods can
-// touch (at most 2 each), so a whole-card pod always finds an empty card
-// whatever order the queue takes the backlog in (pods created in the same
-// second tie); with fewer cards, spreading pods over cards could leave none
-// empty and the smoke test would depend on that order.
+// A small run, part of `make test`, on the faithful node side (with the
+// device plugins' limit raised tenfold to keep it short): every pod of
+// every phase gets to Running, the figures the benchmark reports are
+// filled in, and no card is over-committed. The 64 cards outnumber the
+// cards 20 pods can touch (at most 2 each), so a whole-card pod always
+// finds an empty card whatever order the queue takes the backlog in (pods
+// created in the same second tie); with fewer cards, spreading pods over
+// cards could leave none empty and the smoke test would depend on that
+// order.
 func TestThroughputSmoke(t *testing.T) {
-	r, err := Run(t.Context(), Options{Nodes: "8 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", Pods: 40, Seed: 7, Timeout: 2 * time.Minute})
+	r, err := Run(t.Context(), Options{Nodes: "8 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", Pods: 20, Seed: 7, Timeout: 2 * time.Minute,
+		Policies: []devices.NodePolicy{devices.NodeBinpack, devices.NodeSpread}, Arrivals: []Arrival{Backlog, Steady}, Rate: 20,
+		NodeSide: simnode.Options{DevicePluginQPS: 50, DevicePluginBurst: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
 	r.Print(&out)
 	t.Log("\n" + out.String())
-	for _, ph := range []Phase{r.Baseline, r.HAMi} {
-		if ph.Bound != ph.Pods {
-			t.Errorf("%s: %d/%d pods bound", ph.Profile, ph.Bound, ph.Pods)
+	if len(r.Phases) != 5 {
+		t.Fatalf("%d phases, want the baseline and 2 policies x 2 arrivals", len(r.Phases))
+	}
+	for _, ph := range r.Phases {
+		if ph.Running != ph.Pods || ph.Bound != ph.Pods {
+			t.Errorf("%s: %d/%d pods bound, %d Running", ph.Name(), ph.Bound, ph.Pods, ph.Running)
 		}
-		if ph.PodsPerSecond() <= 0 || ph.Scheduled < float64(ph.Pods) || ph.AttemptP99 < ph.AttemptP50 || ph.AttemptP50 <= 0 {
-			t.Errorf("%s: implausible figures %+v", ph.Profile, ph)
+		if ph.PodsPerSecond() <= 0 || ph.Scheduled < float64(ph.Pods) || ph.AttemptP99 < ph.AttemptP50 || ph.AttemptP50 <= 0 ||
+			ph.RunP50 <= 0 || ph.RunP99 < ph.RunP50 {
+			t.Errorf("%s: implausible figures %+v", ph.Name(), ph)
 		}
-		// Every pod is bound once through the API.
+		// Every pod is bound once through the API and reported Running
+		// once by its kubelet.
 		if got := ph.Scheduler["POST pods/binding"]; got != int64(ph.Pods) {
-			t.Errorf("%s: %d bindings posted, want %d", ph.Profile, got, ph.Pods)
+			t.Errorf("%s: %d bindings posted, want %d", ph.Name(), got, ph.Pods)
+		}
+		if got := ph.Kubelet["PATCH pods/status"]; got != int64(ph.Pods) {
+			t.Errorf("%s: %d status patches, want %d", ph.Name(), got, ph.Pods)
+		}
+		if p := ph.Packing; p.Cards < p.MinCards || p.Nodes < p.MinNodes || p.MinCards <= 0 || p.MinNodes <= 0 {
+			t.Errorf("%s: implausible packing %+v", ph.Name(), p)
 		}
 	}
-	// HAMi writes each pod's assignment and takes the node lock.
-	if r.HAMi.Scheduler["PATCH pods"] < int64(r.HAMi.Pods) || r.HAMi.Scheduler["PATCH nodes"] < int64(r.HAMi.Pods) {
-		t.Errorf("hami: pod patches %d, node patches %d; want at least one each per pod", r.HAMi.Scheduler["PATCH pods"], r.HAMi.Scheduler["PATCH nodes"])
+	for _, ph := range r.Phases[1:] {
+		// HAMi writes each pod's assignment and takes the node lock; the
+		// device plugin finds the pod through the lock, erases, re-reads,
+		// sets success and releases: at least 8 calls per pod.
+		if ph.Scheduler["PATCH pods"] < int64(ph.Pods) || ph.Scheduler["PATCH nodes"] < int64(ph.Pods) {
+			t.Errorf("%s: pod patches %d, node patches %d; want at least one each per pod", ph.Name(), ph.Scheduler["PATCH pods"], ph.Scheduler["PATCH nodes"])
+		}
+		if got := ph.DevicePlugin.calls(); got < 8*int64(ph.Pods) {
+			t.Errorf("%s: %d device plugin calls, want at least 8 per pod", ph.Name(), got)
+		}
 	}
-	if r.Baseline.Scheduler["PATCH nodes"] != 0 || r.Baseline.Profile != profile.DefaultSchedulerName {
-		t.Errorf("baseline profile %q patched nodes %d times; want %s, never", r.Baseline.Profile, r.Baseline.Scheduler["PATCH nodes"], profile.DefaultSchedulerName)
+	if b := r.Baseline(); b.Scheduler["PATCH nodes"] != 0 || b.Profile != profile.DefaultSchedulerName || b.DevicePlugin.calls() != 0 {
+		t.Errorf("baseline profile %q patched nodes %d times, device plugin calls %d; want %s, never, none",
+			b.Profile, b.Scheduler["PATCH nodes"], b.DevicePlugin.calls(), profile.DefaultSchedulerName)
 	}
 	if len(r.Overcommitted) > 0 {
 		t.Errorf("accounting problems: %v", r.Overcommitted)

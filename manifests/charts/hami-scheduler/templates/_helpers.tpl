@@ -85,7 +85,7 @@ profiles:
   plugins:
     # Every default plugin (node affinity, taints, spreading, ...) runs as
     # usual; HAMi joins at each extension point it implements (PreFilter,
-    # Filter, Score, Reserve, PreBind, queueing hints).
+    # Filter, PostFilter, Score, Reserve, PreBind, PostBind, queueing hints).
     multiPoint:
       enabled:
       - name: HAMi

@@ -1,0 +1,155 @@
+// Package enflame holds HAMi's two Enflame backends (pkg/device/enflame):
+// GCU, whole GCUs synthesised from the node's capacity, and DRS, hard
+// partitions of GCUs by DRS profile, read from the node's
+// enflame.com/gcu-drs-capacity annotation.
+package enflame
+
+import (
+	"fmt"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// GCUWord is HAMi's CommonWord and card type for whole GCUs.
+const GCUWord = "GCU"
+
+// Annotation keys of the GCU backend.
+const (
+	GCUToAllocateAnnotation = "hami.io/enflame-gcu-devices-to-allocate"
+	GCUAllocatedAnnotation  = "hami.io/enflame-gcu-devices-allocated"
+)
+
+// DefaultGCUName is the chart's whole-GCU resource.
+const DefaultGCUName = "enflame.com/gcu"
+
+// maxCards bounds the cards synthesised from a node's capacity.
+const maxCards = 1024
+
+// GCU implements devices.Vendor for whole Enflame GCUs.
+type GCU struct {
+	names devices.ResourceNames
+}
+
+var _ devices.Vendor = &GCU{}
+
+// NewGCU returns the whole-GCU vendor; only the count resource can be
+// renamed (HAMi's resourceNameGCU).
+func NewGCU(cfg devices.Config) (*GCU, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ResourceMemoryName != "" || cfg.ResourceCoresName != "" || cfg.ResourceMemoryPercentageName != "" ||
+		cfg.ResourcePriorityName != "" || cfg.DefaultMemoryMiB != 0 || cfg.DefaultCores != 0 || cfg.DefaultCount != nil ||
+		cfg.MemoryFactor != 0 || cfg.RuntimeClassName != "" || cfg.OverwriteEnv || cfg.CorePolicy != "" ||
+		len(cfg.MIGProfiles) > 0 || cfg.Vendor != nil {
+		return nil, fmt.Errorf("vendor %s: whole Enflame GCUs take only resourceCountName (resourceNameGCU)", cfg.Name)
+	}
+	name := cfg.ResourceCountName
+	if name == "" {
+		name = DefaultGCUName
+	}
+	return &GCU{names: devices.ResourceNames{Count: corev1.ResourceName(name)}}, nil
+}
+
+// Name implements devices.Vendor.
+func (v *GCU) Name() string { return GCUWord }
+
+// Resources implements devices.Vendor.
+func (v *GCU) Resources() devices.ResourceNames { return v.names }
+
+// AssignmentAnnotations implements devices.Vendor.
+func (v *GCU) AssignmentAnnotations() (string, string) {
+	return GCUToAllocateAnnotation, GCUAllocatedAnnotation
+}
+
+var _ devices.NodeLocker = &GCU{}
+
+// NodeLock implements devices.NodeLocker: HAMi takes no lock for GCUs.
+func (v *GCU) NodeLock() string { return "" }
+
+// GCUCardID is the id HAMi gives the i-th GCU of a node.
+func GCUCardID(node string, i int) string { return node + "-" + GCUWord + "-" + strconv.Itoa(i) }
+
+// Inventory implements devices.Vendor: capacity(enflame.com/gcu) cards,
+// each count 1, devmem 100, devcore 100, type GCU.
+func (v *GCU) Inventory(node *corev1.Node) ([]devices.Card, error) {
+	q, ok := node.Status.Capacity[v.names.Count]
+	if !ok {
+		return nil, nil
+	}
+	n, exact := q.AsInt64()
+	switch {
+	case !exact || n < 0:
+		return nil, fmt.Errorf("capacity %s %s is not a whole number", v.names.Count, q.String())
+	case n == 0:
+		return nil, nil
+	case n > maxCards:
+		return nil, fmt.Errorf("capacity %s %d is above %d GCUs", v.names.Count, n, maxCards)
+	}
+	cards := make([]devices.Card, n)
+	for i := range cards {
+		cards[i] = devices.Card{UUID: GCUCardID(node.Name, i), Index: i, Split: 1, MemoryMiB: 100, Cores: 100, Model: GCUWord, Mode: devices.DefaultMode, Healthy: true}
+	}
+	devices.ApplyCordon(cards, node.Annotations[devices.DeviceCordon])
+	return cards, nil
+}
+
+// InventoryChanged implements devices.Vendor.
+func (v *GCU) InventoryChanged(old, updated *corev1.Node) bool {
+	return capacityChanged(old, updated, v.names.Count) ||
+		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon]
+}
+
+func capacityChanged(old, updated *corev1.Node, name corev1.ResourceName) bool {
+	oq, oldOK := old.Status.Capacity[name]
+	nq, newOK := updated.Status.Capacity[name]
+	return oldOK != newOK || oq.Cmp(nq) != 0
+}
+
+// ParsePod implements devices.Vendor: the count (limits, else requests)
+// in whole GCUs, each recorded as 100 memory and 100 cores.
+func (v *GCU) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
+	var req devices.PodRequest
+	asked := false
+	for _, c := range devices.Containers(pod) {
+		n, _, err := devices.ContainerQuantity(c, v.names.Count)
+		if err != nil {
+			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
+		}
+		r := devices.Request{}
+		if n > 0 {
+			r = devices.Request{Count: n, MemoryMiB: 100, Cores: 100}
+			asked = true
+		}
+		req.Containers = append(req.Containers, r)
+	}
+	if !asked {
+		return devices.PodRequest{}, nil
+	}
+	req.Inits = len(pod.Spec.InitContainers)
+	// The card order follows the pod's policy (binpack, spread) as for
+	// every HAMi vendor; mutex changes nothing on one-share cards.
+	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, pod.Annotations[devices.CardPolicyAnnotation]); err != nil {
+		return devices.PodRequest{}, err
+	}
+	return req, nil
+}
+
+// Fit implements devices.Vendor: a GCU fits when healthy and unused (count
+// 1 and the 100/100 request make the shared walk say exactly that; HAMi
+// reads no selector or policy for GCUs).
+func (v *GCU) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRequest) (devices.Assignment, *devices.Rejection) {
+	return devices.FitPod(GCUWord, cards, used, req)
+}
+
+// Default implements devices.Vendor: detection only (count in limits).
+func (v *GCU) Default(c *corev1.Container) (bool, error) {
+	if _, _, err := devices.ContainerQuantity(c, v.names.Count); err != nil {
+		return false, err
+	}
+	_, ok := c.Resources.Limits[v.names.Count]
+	return ok, nil
+}

@@ -1,0 +1,112 @@
+package cache
+
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// The read-only views below copy what a metrics scrape needs under the
+// read lock and return; callers may keep the results. Card slices are
+// never modified once set (vendorState.cards), so they are shared, not
+// copied; usage and per-namespace totals are copied.
+
+// NodeCards is one vendor's cards on one node and their usage.
+type NodeCards struct {
+	Node   string
+	Vendor int
+	Cards  []devices.Card
+	Used   []devices.Usage
+}
+
+// AllCards returns the cards of every node and vendor whose inventory could
+// be read, with their usage (a copy).
+func (c *Cache) AllCards() []NodeCards {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var out []NodeCards
+	for name, n := range c.nodes {
+		for vi := range n.vendors {
+			v := &n.vendors[vi]
+			if v.err != nil || len(v.cards) == 0 {
+				continue
+			}
+			out = append(out, NodeCards{Node: name, Vendor: vi, Cards: v.cards, Used: append([]devices.Usage(nil), v.used...)})
+		}
+	}
+	return out
+}
+
+// PodHolding is what one pod holds, with its identity.
+type PodHolding struct {
+	UID       types.UID
+	Namespace string
+	Name      string
+	Holding
+}
+
+// AllHoldings returns what every pod with a readable assignment holds,
+// assumed ones included. The assignments are shared and must not be
+// modified.
+func (c *Cache) AllHoldings() []PodHolding {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]PodHolding, 0, len(c.pods))
+	for uid, p := range c.pods {
+		if p.unreadable != "" {
+			continue
+		}
+		name := p.key
+		if i := strings.IndexByte(name, '/'); i >= 0 {
+			name = name[i+1:]
+		}
+		out = append(out, PodHolding{UID: uid, Namespace: p.namespace, Name: name, Holding: p.holding()})
+	}
+	return out
+}
+
+// NamespaceUses returns, per namespace that ever held a card, what its
+// pods hold per vendor (index-aligned with the registry's vendors).
+func (c *Cache) NamespaceUses() map[string][]DeviceUse {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make(map[string][]DeviceUse, len(c.namespaces))
+	for ns, use := range c.namespaces {
+		out[ns] = append([]DeviceUse(nil), use...)
+	}
+	return out
+}
+
+// CardUse is what an assignment holds on one card.
+type CardUse struct {
+	UUID      string
+	MemoryMiB int64
+	Cores     int64
+}
+
+// AssignmentCardUse is what an assignment holds per card, in the order the
+// cards first appear, with HAMi's accounting of init containers (as
+// AssignmentUse, card by card).
+func AssignmentCardUse(a devices.Assignment, inits int) []CardUse {
+	var cards []devices.Card
+	a.Grants(func(g devices.Grant) {
+		for _, c := range cards {
+			if c.UUID == g.UUID {
+				return
+			}
+		}
+		cards = append(cards, devices.Card{UUID: g.UUID})
+	})
+	if len(cards) == 0 {
+		return nil
+	}
+	used := make([]devices.Usage, len(cards))
+	devices.ApplyGrants(cards, used, a, inits, true)
+	out := make([]CardUse, len(cards))
+	for i, c := range cards {
+		out[i] = CardUse{UUID: c.UUID, MemoryMiB: used[i].MemoryMiB, Cores: used[i].Cores}
+	}
+	return out
+}
