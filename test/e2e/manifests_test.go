@@ -18,9 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
@@ -259,7 +261,10 @@ func createNamespace(t *testing.T, name string, labels map[string]string) {
 // applyDryRun creates every object with a server-side dry run, as `kubectl
 // apply --dry-run=server` does for new objects; Namespaces and
 // ServiceAccounts are created for real first, since the dry run of the
-// namespaced objects and pods needs them. A pod made from
+// namespaced objects and pods needs them. An object that already exists
+// (those, or a cluster-wide one another test created) gets a server-side
+// apply with dry run instead, as `kubectl apply --server-side
+// --dry-run=server` would. A pod made from
 // each Deployment's template is dry-run too, so pod admission (Pod Security,
 // priority classes) sees what the ReplicaSet would create.
 func applyDryRun(t *testing.T, objs []*unstructured.Unstructured) {
@@ -308,7 +313,18 @@ func applyDryRun(t *testing.T, objs []*unstructured.Unstructured) {
 			}
 			ri = client.Resource(mapping.Resource).Namespace(o.GetNamespace())
 		}
-		if _, err := ri.Create(t.Context(), o, dryRun); err != nil && !(o.GetKind() == "ServiceAccount" && apierrors.IsAlreadyExists(err)) {
+		_, err = ri.Create(t.Context(), o, dryRun)
+		if apierrors.IsAlreadyExists(err) {
+			// Another test holds a cluster-wide object of this name (the
+			// admission policy) or it was created above: a server-side
+			// apply, dry run, validates it as an update instead.
+			var raw []byte
+			if raw, err = json.Marshal(o.Object); err == nil {
+				_, err = ri.Patch(t.Context(), o.GetName(), types.ApplyPatchType, raw, metav1.PatchOptions{
+					DryRun: []string{metav1.DryRunAll}, FieldManager: "e2e", Force: ptr.To(true), FieldValidation: metav1.FieldValidationStrict})
+			}
+		}
+		if err != nil {
 			t.Errorf("dry-run create %s: %v", objectKey(o), err)
 		}
 		if o.GetKind() != "Deployment" {
