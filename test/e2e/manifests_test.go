@@ -13,15 +13,21 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+	rbacregistryvalidation "k8s.io/kubernetes/pkg/registry/rbac/validation"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -283,7 +289,8 @@ func applyDryRun(t *testing.T, objs []*unstructured.Unstructured) {
 			createNamespace(t, o.GetName(), o.GetLabels())
 		}
 	}
-	// Pod admission looks the service account up: create those for real.
+	// Pod admission looks the service account up (where the ServiceAccount
+	// admission plugin is on): create those for real.
 	for _, o := range objs {
 		if o.GetKind() != "ServiceAccount" {
 			continue
@@ -432,4 +439,104 @@ func defaultPluginArgs(t *testing.T) *hamiconfig.HAMiArgs {
 	}
 	t.Fatal("no default HAMi args")
 	return nil
+}
+
+// TestChartRBAC: the chart's RBAC, beside kube-system's bootstrap roles,
+// lets hami-scheduler and hami-webhook do what they need and nothing the
+// review took away (any lease but their own, secrets, updating nodes). It
+// runs Kubernetes' RBAC authorizer on the objects, not the API server (the
+// in-process one authorizes everything).
+func TestChartRBAC(t *testing.T) {
+	const ns = "hami-chart-rbac"
+	rendered, err := manifestgen.Render(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		roles               []*rbacv1.Role
+		roleBindings        []*rbacv1.RoleBinding
+		clusterRoles        []*rbacv1.ClusterRole
+		clusterRoleBindings []*rbacv1.ClusterRoleBinding
+	)
+	for _, r := range bootstrappolicy.ClusterRoles() {
+		clusterRoles = append(clusterRoles, r.DeepCopy())
+	}
+	for namespace, rs := range bootstrappolicy.NamespaceRoles() {
+		for _, r := range rs {
+			r := r.DeepCopy()
+			r.Namespace = namespace
+			roles = append(roles, r)
+		}
+	}
+	convert := func(o *unstructured.Unstructured, into any) {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range decodeDocuments(t, manifestgen.Documents(rendered)) {
+		switch o.GetKind() {
+		case "Role":
+			r := &rbacv1.Role{}
+			convert(o, r)
+			roles = append(roles, r)
+		case "RoleBinding":
+			b := &rbacv1.RoleBinding{}
+			convert(o, b)
+			roleBindings = append(roleBindings, b)
+		case "ClusterRole":
+			r := &rbacv1.ClusterRole{}
+			convert(o, r)
+			clusterRoles = append(clusterRoles, r)
+		case "ClusterRoleBinding":
+			b := &rbacv1.ClusterRoleBinding{}
+			convert(o, b)
+			clusterRoleBindings = append(clusterRoleBindings, b)
+		}
+	}
+	_, static := rbacregistryvalidation.NewTestRuleResolver(roles, roleBindings, clusterRoles, clusterRoleBindings)
+	authz := rbac.New(static, static, static, static)
+
+	scheduler := "system:serviceaccount:" + ns + ":hami-scheduler"
+	webhook := "system:serviceaccount:" + ns + ":hami-webhook"
+	type attrs struct{ verb, group, resource, subresource, namespace, name string }
+	tests := []struct {
+		user    string
+		a       attrs
+		allowed bool
+	}{
+		{scheduler, attrs{"patch", "", "nodes", "", "", "n1"}, true},
+		{scheduler, attrs{"watch", "", "nodes", "", "", ""}, true},
+		{scheduler, attrs{"patch", "", "pods", "", "default", "p1"}, true},
+		{scheduler, attrs{"list", "", "resourcequotas", "", "", ""}, true},
+		{scheduler, attrs{"create", "", "pods", "binding", "default", "p1"}, true},
+		{scheduler, attrs{"create", "events.k8s.io", "events", "", "default", ""}, true},
+		{scheduler, attrs{"create", "coordination.k8s.io", "leases", "", ns, ""}, true},
+		{scheduler, attrs{"get", "coordination.k8s.io", "leases", "", ns, "hami-scheduler"}, true},
+		{scheduler, attrs{"update", "coordination.k8s.io", "leases", "", ns, "hami-scheduler"}, true},
+		{scheduler, attrs{"update", "coordination.k8s.io", "leases", "", ns, "someone-else"}, false},
+		{scheduler, attrs{"update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager"}, false},
+		{scheduler, attrs{"get", "", "configmaps", "", "kube-system", "extension-apiserver-authentication"}, true},
+		{scheduler, attrs{"create", "authentication.k8s.io", "tokenreviews", "", "", ""}, true},
+		{scheduler, attrs{"get", "", "secrets", "", ns, "hami-webhook-tls"}, false},
+		{scheduler, attrs{"update", "", "nodes", "", "", "n1"}, false},
+		{webhook, attrs{"list", "", "pods", "", "", ""}, true},
+		{webhook, attrs{"watch", "", "resourcequotas", "", "", ""}, true},
+		{webhook, attrs{"create", "authentication.k8s.io", "tokenreviews", "", "", ""}, true},
+		{webhook, attrs{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", ""}, true},
+		{webhook, attrs{"patch", "", "pods", "", "default", "p1"}, false},
+		{webhook, attrs{"get", "", "secrets", "", ns, "hami-webhook-tls"}, false},
+	}
+	for _, tt := range tests {
+		a := tt.a
+		record := authorizer.AttributesRecord{
+			User: &user.DefaultInfo{Name: tt.user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}},
+			Verb: a.verb, APIGroup: a.group, APIVersion: "*", Resource: a.resource, Subresource: a.subresource,
+			Namespace: a.namespace, Name: a.name, ResourceRequest: true,
+		}
+		decision, reason, err := authz.Authorize(t.Context(), record)
+		if got := decision == authorizer.DecisionAllow; got != tt.allowed || err != nil {
+			t.Errorf("%s %s %s/%s/%s %s/%s: allowed %v, want %v (%s %v)", tt.user, a.verb, a.group, a.resource, a.subresource,
+				a.namespace, a.name, got, tt.allowed, reason, err)
+		}
+	}
 }
