@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
@@ -23,8 +24,16 @@ type Options struct {
 	Server ServerOptions
 	// HealthProbeAddr serves /healthz and /readyz over plain HTTP.
 	HealthProbeAddr string
-	// MetricsAddr serves Prometheus /metrics over plain HTTP; "0" disables.
+	// MetricsAddr serves Prometheus /metrics; "0" disables.
 	MetricsAddr string
+	// MetricsSecure serves /metrics over HTTPS (a self-signed certificate
+	// unless MetricsCertDir holds tls.crt and tls.key) to clients whose
+	// token the API server authenticates (TokenReview) and who may get the
+	// non-resource URL /metrics (SubjectAccessReview); otherwise /metrics is
+	// plain HTTP for anyone.
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key.
+	MetricsCertDir string
 }
 
 // Run serves the webhook until ctx ends. The server starts listening only
@@ -39,10 +48,16 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	if err := corev1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	metrics := metricsserver.Options{BindAddress: o.MetricsAddr}
+	if o.MetricsSecure {
+		metrics.SecureServing = true
+		metrics.CertDir = o.MetricsCertDir
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
 	mgr, err := manager.New(restConfig, manager.Options{
 		Scheme:                 scheme,
 		Cache:                  CacheOptions(o.Registry),
-		Metrics:                metricsserver.Options{BindAddress: o.MetricsAddr},
+		Metrics:                metrics,
 		HealthProbeBindAddress: o.HealthProbeAddr,
 	})
 	if err != nil {

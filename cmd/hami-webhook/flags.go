@@ -27,6 +27,8 @@ type flags struct {
 	server                   webhook.ServerOptions
 	healthProbeAddr          string
 	metricsAddr              string
+	metricsSecure            bool
+	metricsCertDir           string
 	version                  bool
 }
 
@@ -56,7 +58,11 @@ func registerFlags(fs *flag.FlagSet) *flags {
 	fs.Int64Var(&f.server.MaxRequestBytes, "max-request-bytes", webhook.DefaultMaxRequestBytes,
 		"largest request body accepted; larger ones are answered 413")
 	fs.StringVar(&f.healthProbeAddr, "health-probe-bind-address", ":8081", "host:port serving /healthz and /readyz over HTTP")
-	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8080", "host:port serving Prometheus /metrics over HTTP; 0 disables")
+	fs.StringVar(&f.metricsAddr, "metrics-bind-address", ":8443", "host:port serving Prometheus /metrics; 0 disables")
+	fs.BoolVar(&f.metricsSecure, "metrics-secure", true,
+		"serve /metrics over HTTPS to clients the API server authenticates and authorizes for the non-resource URL /metrics (needs system:auth-delegator); false: plain HTTP for anyone")
+	fs.StringVar(&f.metricsCertDir, "metrics-cert-dir", "",
+		"directory with tls.crt and tls.key for the metrics server; empty: a self-signed certificate")
 	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	return f
 }
@@ -114,6 +120,8 @@ func (f *flags) options() (webhook.Options, error) {
 		Server:          f.server,
 		HealthProbeAddr: f.healthProbeAddr,
 		MetricsAddr:     f.metricsAddr,
+		MetricsSecure:   f.metricsSecure,
+		MetricsCertDir:  f.metricsCertDir,
 	}
 	if err := o.Validate(); err != nil {
 		return webhook.Options{}, err

@@ -55,8 +55,8 @@ func TestFlags(t *testing.T) {
 				if o.Server.ReadTimeout != 10*time.Second || o.Server.WriteTimeout != 10*time.Second || o.Server.MaxRequestBytes != 4<<20 {
 					t.Errorf("limits %+v", o.Server)
 				}
-				if o.HealthProbeAddr != ":8081" || o.MetricsAddr != ":8080" {
-					t.Errorf("probes %q metrics %q", o.HealthProbeAddr, o.MetricsAddr)
+				if o.HealthProbeAddr != ":8081" || o.MetricsAddr != ":8443" || !o.MetricsSecure || o.MetricsCertDir != "" {
+					t.Errorf("probes %q metrics %q secure %v in %q", o.HealthProbeAddr, o.MetricsAddr, o.MetricsSecure, o.MetricsCertDir)
 				}
 				if names := o.Registry.Vendors()[0].Resources(); names.Count != "nvidia.com/gpu" {
 					t.Errorf("vendor resources %+v", names)
@@ -67,11 +67,13 @@ func TestFlags(t *testing.T) {
 			name: "everything set",
 			args: []string{"--scheduler-name=gpu-scheduler", "--take-over-default-scheduler=false", "--bind-address=127.0.0.1:8443",
 				"--cert-dir=/certs", "--tls-cert-file-name=c.pem", "--tls-private-key-file-name=k.pem", "--read-timeout=3s",
-				"--write-timeout=4s", "--max-request-bytes=1000", "--health-probe-bind-address=:9000", "--metrics-bind-address=0"},
+				"--write-timeout=4s", "--max-request-bytes=1000", "--health-probe-bind-address=:9000", "--metrics-bind-address=0",
+				"--metrics-secure=false", "--metrics-cert-dir=/metrics-certs"},
 			check: func(t *testing.T, o webhook.Options) {
 				want := webhook.ServerOptions{Addr: "127.0.0.1:8443", CertDir: "/certs", CertName: "c.pem", KeyName: "k.pem",
 					ReadTimeout: 3 * time.Second, WriteTimeout: 4 * time.Second, MaxRequestBytes: 1000}
-				if o.SchedulerName != "gpu-scheduler" || o.TakeOverDefaultScheduler || o.Server != want || o.HealthProbeAddr != ":9000" || o.MetricsAddr != "0" {
+				if o.SchedulerName != "gpu-scheduler" || o.TakeOverDefaultScheduler || o.Server != want || o.HealthProbeAddr != ":9000" || o.MetricsAddr != "0" ||
+					o.MetricsSecure || o.MetricsCertDir != "/metrics-certs" {
 					t.Errorf("options %+v", o)
 				}
 			},

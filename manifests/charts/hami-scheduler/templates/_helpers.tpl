@@ -1,0 +1,120 @@
+{{/* The image reference: repository@digest when a digest is set, else repository:tag. */}}
+{{- define "hami-scheduler.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{- end -}}
+{{- end -}}
+
+{{/* The name of the ConfigMap holding HAMi's device-config.yaml, empty when none. */}}
+{{- define "hami-scheduler.deviceConfigMap" -}}
+{{- if .Values.deviceConfig.existingConfigMap -}}
+{{ .Values.deviceConfig.existingConfigMap }}
+{{- else if .Values.deviceConfig.content -}}
+hami-scheduler-device
+{{- end -}}
+{{- end -}}
+
+{{/* Where both binaries read HAMi's device-config.yaml. */}}
+{{- define "hami-scheduler.deviceConfigFile" -}}
+/etc/hami-device/device-config.yaml
+{{- end -}}
+
+{{/* The volume of HAMi's device-config.yaml. */}}
+{{- define "hami-scheduler.deviceConfigVolume" -}}
+- name: device-config
+  configMap:
+    name: {{ include "hami-scheduler.deviceConfigMap" . }}
+    items:
+      - key: {{ .Values.deviceConfig.key }}
+        path: device-config.yaml
+{{- end -}}
+
+{{/* The HAMi plugin's args: scheduler.pluginArgs with the device config's. */}}
+{{- define "hami-scheduler.pluginArgs" -}}
+{{- $args := deepCopy .Values.scheduler.pluginArgs -}}
+{{- if include "hami-scheduler.deviceConfigMap" . -}}
+{{- $_ := set $args "deviceConfigFile" (include "hami-scheduler.deviceConfigFile" .) -}}
+{{- end -}}
+{{- if .Values.deviceConfig.enableAscend -}}
+{{- $_ := set $args "enableAscend" true -}}
+{{- end -}}
+{{- if $args -}}
+{{ toYaml $args }}
+{{- end -}}
+{{- end -}}
+
+{{/* The pod securityContext of both Deployments. */}}
+{{- define "hami-scheduler.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/* The container securityContext of both Deployments. */}}
+{{- define "hami-scheduler.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end -}}
+
+{{/* The KubeSchedulerConfiguration (manifests/scheduler-config.yaml). */}}
+{{- define "hami-scheduler.schedulerConfig" -}}
+# hami-scheduler's KubeSchedulerConfiguration: run it with
+#   hami-scheduler --config=/etc/hami/scheduler-config.yaml
+# beside the cluster's kube-scheduler. Pods choose it with
+# spec.schedulerName: {{ .Values.schedulerName }} (HAMi's webhook sets it).
+# scheduler/profile builds the same configuration in Go for the in-process
+# schedulers of the tests; scheduler/profile's test keeps the two equal.
+# Source: the Helm chart manifests/charts/hami-scheduler (template
+# hami-scheduler.schedulerConfig); `make manifests` writes it to
+# manifests/scheduler-config.yaml: edit the chart, not that file.
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  # Not kube-scheduler's lease: both schedulers run at once. The Role
+  # hami-scheduler-leader-election allows this lease only.
+  resourceName: {{ .Values.schedulerName }}
+  resourceNamespace: {{ .Release.Namespace }}
+profiles:
+- schedulerName: {{ .Values.schedulerName }}
+  plugins:
+    # Every default plugin (node affinity, taints, spreading, ...) runs as
+    # usual; HAMi joins at each extension point it implements (PreFilter,
+    # Filter, PostFilter, Score, Reserve, PreBind, PostBind, queueing hints).
+    multiPoint:
+      enabled:
+      - name: HAMi
+        # HAMi's node policy (binpack/spread of device use) outweighs the
+        # default cpu/memory spreading, as HAMi's extender's decision does.
+        weight: 10
+  pluginConfig:
+  - name: NodeResourcesFit
+    args:
+      # Nodes advertise only nvidia.com/gpu (cards x split count); the share
+      # of each card a container asks for is HAMi's business.
+      ignoredResources:
+      {{- toYaml .Values.scheduler.ignoredResources | nindent 6 }}
+{{- with include "hami-scheduler.pluginArgs" . }}
+  - name: HAMi
+    args:
+      {{- . | nindent 6 }}
+{{- else }}
+  # HAMi's own settings, all optional (defaults shown):
+  # - name: HAMi
+  #   args:
+  #     nodeSchedulerPolicy: binpack   # or spread; pod annotation hami.io/node-scheduler-policy
+  #     gpuSchedulerPolicy: spread     # or binpack; pod annotation hami.io/gpu-scheduler-policy
+  #     nodeLockExpiry: 5m             # or env HAMI_NODELOCK_EXPIRE
+  #     nodeLockWait: 30s
+  #     deviceConfigFile: ""           # HAMi's device-config.yaml (chart value deviceConfig)
+  #     vendors:
+  #     - name: nvidia
+  #       defaultMemoryMiB: 0          # 0: the whole card
+  #       defaultCores: 0
+{{- end }}
+{{- end -}}

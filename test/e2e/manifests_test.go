@@ -1,0 +1,542 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+	rbacregistryvalidation "k8s.io/kubernetes/pkg/registry/rbac/validation"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
+	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
+	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
+	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
+)
+
+// TestManifestsGenerated: the kustomize tree's generated files are what
+// `make manifests` writes from the chart today.
+func TestManifestsGenerated(t *testing.T) {
+	root := manifestgen.RepoRoot()
+	files, err := manifestgen.KustomizeFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range files {
+		got, err := os.ReadFile(filepath.Join(root, "manifests", name))
+		if err != nil {
+			t.Errorf("%v (run make manifests)", err)
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("manifests/%s differs from the chart's rendering (run make manifests):\n%s", name, cmp.Diff(string(want), string(got)))
+		}
+	}
+}
+
+// TestManifestsMatchChart: `kubectl apply -k manifests/` and `helm install
+// -n hami-system` with the chart's default values create the same objects
+// (the kustomize tree adds only the namespace).
+func TestManifestsMatchChart(t *testing.T) {
+	kustomized := kustomizeBuild(t)
+	rendered, err := manifestgen.Render(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), manifestgen.Namespace, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	charted := decodeDocuments(t, manifestgen.Documents(rendered))
+	byKey := func(objs []*unstructured.Unstructured) map[string]map[string]any {
+		m := map[string]map[string]any{}
+		for _, o := range objs {
+			if o.GetKind() == "Namespace" {
+				continue
+			}
+			key := objectKey(o)
+			if _, dup := m[key]; dup {
+				t.Errorf("%s twice", key)
+			}
+			// Through JSON, so that numbers compare as one type.
+			raw, err := json.Marshal(o.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var obj map[string]any
+			if err := json.Unmarshal(raw, &obj); err != nil {
+				t.Fatal(err)
+			}
+			m[key] = obj
+		}
+		return m
+	}
+	if diff := cmp.Diff(byKey(charted), byKey(kustomized)); diff != "" {
+		t.Errorf("kustomize build manifests/ differs from the chart (-chart +kustomize):\n%s", diff)
+	}
+	if !slices.ContainsFunc(kustomized, func(o *unstructured.Unstructured) bool {
+		return o.GetKind() == "Namespace" && o.GetName() == manifestgen.Namespace
+	}) {
+		t.Errorf("kustomize build manifests/ has no Namespace %s", manifestgen.Namespace)
+	}
+}
+
+// TestKustomizeApplyDryRun: every object of `kubectl apply -k manifests/`
+// is accepted by the API server (server-side dry run; the namespace is
+// created for real, as its objects need it).
+func TestKustomizeApplyDryRun(t *testing.T) {
+	objs := kustomizeBuild(t)
+	if len(objs) < 20 {
+		t.Fatalf("kustomize build manifests/: %d objects", len(objs))
+	}
+	applyDryRun(t, objs)
+}
+
+// TestChartApplyDryRun renders the chart with the Helm library for several
+// sets of values and has the API server accept every object (server-side
+// dry run), including a pod of each Deployment in a namespace that enforces
+// the restricted Pod Security Standard.
+func TestChartApplyDryRun(t *testing.T) {
+	deviceConfig := "nvidia:\n  resourceCountName: nvidia.com/gpu\n  resourceMemoryName: nvidia.com/gpumem\n" +
+		"  resourceCoreName: nvidia.com/gpucores\n  defaultMemory: 0\n  defaultCores: 0\n  defaultGPUNum: 1\n"
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	tests := []struct {
+		name   string
+		values map[string]any
+		check  func(t *testing.T, objs []*unstructured.Unstructured)
+	}{
+		{name: "defaults", check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			args := webhookArgs(t, objs)
+			if slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--device-config-file") }) {
+				t.Errorf("webhook args %q name a device config", args)
+			}
+			if _, ok := pluginArgs(t, objs); ok {
+				t.Errorf("the HAMi plugin has args")
+			}
+		}},
+		{name: "device config, digest and settings", values: map[string]any{
+			"image":           map[string]any{"repository": "registry.example.com/hami-scheduler", "digest": digest},
+			"schedulerName":   "gpu-scheduler",
+			"deviceConfig":    map[string]any{"content": deviceConfig},
+			"scheduler":       map[string]any{"replicas": 3, "pluginArgs": map[string]any{"nodeSchedulerPolicy": "spread", "nodeLockWait": "10s"}},
+			"webhook":         map[string]any{"failurePolicy": "Ignore", "extraArgs": []any{"--max-request-bytes=1000000"}, "resources": map[string]any{"limits": map[string]any{"memory": "256Mi"}}},
+			"admissionPolicy": map[string]any{"enabled": false},
+		}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			for _, d := range deployments(t, objs) {
+				if img := d.Spec.Template.Spec.Containers[0].Image; img != "registry.example.com/hami-scheduler@"+digest {
+					t.Errorf("%s image %q", d.Name, img)
+				}
+			}
+			args := webhookArgs(t, objs)
+			for _, want := range []string{"--scheduler-name=gpu-scheduler", "--device-config-file=/etc/hami-device/device-config.yaml", "--max-request-bytes=1000000"} {
+				if !slices.Contains(args, want) {
+					t.Errorf("webhook args %q lack %s", args, want)
+				}
+			}
+			a, ok := pluginArgs(t, objs)
+			if !ok || a.DeviceConfigFile != "/etc/hami-device/device-config.yaml" || a.NodeSchedulerPolicy != "spread" || a.NodeLockWait.Duration.String() != "10s" {
+				t.Errorf("plugin args %+v", a)
+			}
+			if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
+				return o.GetKind() == "ConfigMap" && o.GetName() == "hami-scheduler-device"
+			}) {
+				t.Errorf("no ConfigMap hami-scheduler-device")
+			}
+			if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ValidatingAdmissionPolicy" }) {
+				t.Errorf("admission policy rendered though disabled")
+			}
+		}},
+		{name: "HAMi's device ConfigMap", values: map[string]any{
+			"deviceConfig": map[string]any{"existingConfigMap": "hami-scheduler-device", "enableAscend": true},
+		}, check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			if slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
+				return o.GetKind() == "ConfigMap" && o.GetName() == "hami-scheduler-device"
+			}) {
+				t.Errorf("the chart creates the existing ConfigMap")
+			}
+			for _, d := range deployments(t, objs) {
+				if !slices.ContainsFunc(d.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool {
+					return v.ConfigMap != nil && v.ConfigMap.Name == "hami-scheduler-device"
+				}) {
+					t.Errorf("%s does not mount ConfigMap hami-scheduler-device", d.Name)
+				}
+			}
+			if args := webhookArgs(t, objs); !slices.Contains(args, "--enable-ascend=true") {
+				t.Errorf("webhook args %q", args)
+			}
+			if a, ok := pluginArgs(t, objs); !ok || !a.EnableAscend || a.DeviceConfigFile == "" {
+				t.Errorf("plugin args %+v", a)
+			}
+		}},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := fmt.Sprintf("hami-chart-%d", i)
+			createNamespace(t, ns, map[string]string{
+				"pod-security.kubernetes.io/enforce": "restricted",
+				"hami.io/webhook":                    "ignore",
+			})
+			rendered, err := manifestgen.Render(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), ns, tt.values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := decodeDocuments(t, manifestgen.Documents(rendered))
+			for _, o := range objs {
+				if o.GetNamespace() != "" && o.GetNamespace() != ns && o.GetNamespace() != "kube-system" {
+					t.Errorf("%s outside the release namespace", objectKey(o))
+				}
+			}
+			tt.check(t, objs)
+			applyDryRun(t, objs)
+		})
+	}
+}
+
+// kustomizeBuild is `kubectl kustomize manifests/`, with kustomize's Go
+// library.
+func kustomizeBuild(t *testing.T) []*unstructured.Unstructured {
+	t.Helper()
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	resMap, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(manifestgen.RepoRoot(), "manifests"))
+	if err != nil {
+		t.Fatalf("kustomize build manifests/: %v", err)
+	}
+	var objs []*unstructured.Unstructured
+	for _, r := range resMap.Resources() {
+		m, err := r.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, &unstructured.Unstructured{Object: m})
+	}
+	return objs
+}
+
+// decodeDocuments turns YAML documents into objects.
+func decodeDocuments(t *testing.T, docs []string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	for _, doc := range docs {
+		o := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &o.Object); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		if o.GetKind() == "" || o.GetName() == "" {
+			t.Fatalf("document without kind or name:\n%s", doc)
+		}
+		objs = append(objs, o)
+	}
+	return objs
+}
+
+func objectKey(o *unstructured.Unstructured) string {
+	return o.GetAPIVersion() + "/" + o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+}
+
+// createNamespace creates a namespace for real, if missing, and leaves it
+// (no namespace controller runs to empty a deleted one).
+func createNamespace(t *testing.T, name string, labels map[string]string) {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	_, err := controlPlane.Client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+}
+
+// applyDryRun creates every object with a server-side dry run, as `kubectl
+// apply --dry-run=server` does for new objects; Namespaces and
+// ServiceAccounts are created for real first, since the dry run of the
+// namespaced objects and pods needs them. An object that already exists
+// (those, or a cluster-wide one another test created) gets a server-side
+// apply with dry run instead, as `kubectl apply --server-side
+// --dry-run=server` would. A pod made from
+// each Deployment's template is dry-run too, so pod admission (Pod Security,
+// priority classes) sees what the ReplicaSet would create.
+func applyDryRun(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	groups, err := restmapper.GetAPIGroupResources(controlPlane.Client.Discovery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapper := restmapper.NewDiscoveryRESTMapper(groups)
+	client, err := dynamic.NewForConfig(controlPlane.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			createNamespace(t, o.GetName(), o.GetLabels())
+		}
+	}
+	// Pod admission looks the service account up (where the ServiceAccount
+	// admission plugin is on): create those for real.
+	for _, o := range objs {
+		if o.GetKind() != "ServiceAccount" {
+			continue
+		}
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace()}}
+		_, err := controlPlane.Client.CoreV1().ServiceAccounts(sa.Namespace).Create(t.Context(), sa, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("create ServiceAccount %s/%s: %v", sa.Namespace, sa.Name, err)
+		}
+	}
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "e2e", FieldValidation: metav1.FieldValidationStrict}
+	for _, o := range objs {
+		if o.GetKind() == "Namespace" {
+			continue
+		}
+		gvk := o.GroupVersionKind()
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			t.Errorf("%s: %v", objectKey(o), err)
+			continue
+		}
+		var ri dynamic.ResourceInterface = client.Resource(mapping.Resource)
+		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
+			if o.GetNamespace() == "" {
+				t.Errorf("%s has no namespace", objectKey(o))
+				continue
+			}
+			ri = client.Resource(mapping.Resource).Namespace(o.GetNamespace())
+		}
+		_, err = ri.Create(t.Context(), o, dryRun)
+		if apierrors.IsAlreadyExists(err) {
+			// Another test holds a cluster-wide object of this name (the
+			// admission policy) or it was created above: a server-side
+			// apply, dry run, validates it as an update instead.
+			var raw []byte
+			if raw, err = json.Marshal(o.Object); err == nil {
+				_, err = ri.Patch(t.Context(), o.GetName(), types.ApplyPatchType, raw, metav1.PatchOptions{
+					DryRun: []string{metav1.DryRunAll}, FieldManager: "e2e", Force: ptr.To(true), FieldValidation: metav1.FieldValidationStrict})
+			}
+		}
+		if err != nil {
+			t.Errorf("dry-run create %s: %v", objectKey(o), err)
+		}
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		var d appsv1.Deployment
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+			t.Fatal(err)
+		}
+		pod := &corev1.Pod{ObjectMeta: d.Spec.Template.ObjectMeta, Spec: d.Spec.Template.Spec}
+		pod.Name, pod.Namespace = d.Name+"-dry-run", d.Namespace
+		if _, err := controlPlane.Client.CoreV1().Pods(d.Namespace).Create(t.Context(), pod, dryRun); err != nil {
+			t.Errorf("dry-run create a pod of Deployment %s/%s: %v", d.Namespace, d.Name, err)
+		}
+	}
+}
+
+// deployments are the Deployments among objs.
+func deployments(t *testing.T, objs []*unstructured.Unstructured) []appsv1.Deployment {
+	t.Helper()
+	var out []appsv1.Deployment
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		var d appsv1.Deployment
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d)
+	}
+	if len(out) != 2 {
+		t.Fatalf("%d Deployments, want hami-scheduler and hami-webhook", len(out))
+	}
+	return out
+}
+
+// webhookArgs are the hami-webhook container's args.
+func webhookArgs(t *testing.T, objs []*unstructured.Unstructured) []string {
+	t.Helper()
+	for _, d := range deployments(t, objs) {
+		if d.Name == "hami-webhook" {
+			return d.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	t.Fatal("no Deployment hami-webhook")
+	return nil
+}
+
+// pluginArgs decodes the scheduler configuration of the ConfigMap
+// hami-scheduler-config as kube-scheduler does (strictly, defaulted,
+// validated) and returns the HAMi plugin's args, and whether the
+// configuration sets them.
+func pluginArgs(t *testing.T, objs []*unstructured.Unstructured) (*hamiconfig.HAMiArgs, bool) {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() != "ConfigMap" || o.GetName() != "hami-scheduler-config" {
+			continue
+		}
+		data, _, _ := unstructured.NestedString(o.Object, "data", "scheduler-config.yaml")
+		cfg, err := profile.Decode([]byte(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := validation.ValidateKubeSchedulerConfiguration(cfg); err != nil {
+			t.Fatalf("invalid scheduler configuration: %v", err)
+		}
+		if len(cfg.Profiles) != 1 {
+			t.Fatalf("%d profiles", len(cfg.Profiles))
+		}
+		set := false
+		var args *hamiconfig.HAMiArgs
+		for _, pc := range cfg.Profiles[0].PluginConfig {
+			if pc.Name != "HAMi" {
+				continue
+			}
+			a, ok := pc.Args.(*hamiconfig.HAMiArgs)
+			if !ok {
+				t.Fatalf("HAMi args are %T", pc.Args)
+			}
+			args = a
+			set = !cmp.Equal(a, defaultPluginArgs(t))
+		}
+		if args == nil {
+			t.Fatal("no HAMi plugin config")
+		}
+		return args, set
+	}
+	t.Fatal("no ConfigMap hami-scheduler-config")
+	return nil, false
+}
+
+// defaultPluginArgs are the HAMi plugin's args when the configuration sets
+// none (kube-scheduler defaults every plugin's args).
+func defaultPluginArgs(t *testing.T) *hamiconfig.HAMiArgs {
+	t.Helper()
+	cfg, err := profile.Decode([]byte("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- schedulerName: x\n  plugins:\n    multiPoint:\n      enabled:\n      - name: HAMi\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pc := range cfg.Profiles[0].PluginConfig {
+		if a, ok := pc.Args.(*hamiconfig.HAMiArgs); ok {
+			return a
+		}
+	}
+	t.Fatal("no default HAMi args")
+	return nil
+}
+
+// TestChartRBAC: the chart's RBAC, beside kube-system's bootstrap roles,
+// lets hami-scheduler and hami-webhook do what they need and nothing the
+// review took away (any lease but their own, secrets, updating nodes). It
+// runs Kubernetes' RBAC authorizer on the objects, not the API server (the
+// in-process one authorizes everything).
+func TestChartRBAC(t *testing.T) {
+	const ns = "hami-chart-rbac"
+	rendered, err := manifestgen.Render(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		roles               []*rbacv1.Role
+		roleBindings        []*rbacv1.RoleBinding
+		clusterRoles        []*rbacv1.ClusterRole
+		clusterRoleBindings []*rbacv1.ClusterRoleBinding
+	)
+	for _, r := range bootstrappolicy.ClusterRoles() {
+		clusterRoles = append(clusterRoles, r.DeepCopy())
+	}
+	for namespace, rs := range bootstrappolicy.NamespaceRoles() {
+		for _, r := range rs {
+			r := r.DeepCopy()
+			r.Namespace = namespace
+			roles = append(roles, r)
+		}
+	}
+	convert := func(o *unstructured.Unstructured, into any) {
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range decodeDocuments(t, manifestgen.Documents(rendered)) {
+		switch o.GetKind() {
+		case "Role":
+			r := &rbacv1.Role{}
+			convert(o, r)
+			roles = append(roles, r)
+		case "RoleBinding":
+			b := &rbacv1.RoleBinding{}
+			convert(o, b)
+			roleBindings = append(roleBindings, b)
+		case "ClusterRole":
+			r := &rbacv1.ClusterRole{}
+			convert(o, r)
+			clusterRoles = append(clusterRoles, r)
+		case "ClusterRoleBinding":
+			b := &rbacv1.ClusterRoleBinding{}
+			convert(o, b)
+			clusterRoleBindings = append(clusterRoleBindings, b)
+		}
+	}
+	_, static := rbacregistryvalidation.NewTestRuleResolver(roles, roleBindings, clusterRoles, clusterRoleBindings)
+	authz := rbac.New(static, static, static, static)
+
+	scheduler := "system:serviceaccount:" + ns + ":hami-scheduler"
+	webhook := "system:serviceaccount:" + ns + ":hami-webhook"
+	type attrs struct{ verb, group, resource, subresource, namespace, name string }
+	tests := []struct {
+		user    string
+		a       attrs
+		allowed bool
+	}{
+		{scheduler, attrs{"patch", "", "nodes", "", "", "n1"}, true},
+		{scheduler, attrs{"watch", "", "nodes", "", "", ""}, true},
+		{scheduler, attrs{"patch", "", "pods", "", "default", "p1"}, true},
+		{scheduler, attrs{"list", "", "resourcequotas", "", "", ""}, true},
+		{scheduler, attrs{"create", "", "pods", "binding", "default", "p1"}, true},
+		{scheduler, attrs{"create", "events.k8s.io", "events", "", "default", ""}, true},
+		{scheduler, attrs{"create", "coordination.k8s.io", "leases", "", ns, ""}, true},
+		{scheduler, attrs{"get", "coordination.k8s.io", "leases", "", ns, "hami-scheduler"}, true},
+		{scheduler, attrs{"update", "coordination.k8s.io", "leases", "", ns, "hami-scheduler"}, true},
+		{scheduler, attrs{"update", "coordination.k8s.io", "leases", "", ns, "someone-else"}, false},
+		{scheduler, attrs{"update", "coordination.k8s.io", "leases", "", "kube-system", "kube-controller-manager"}, false},
+		{scheduler, attrs{"get", "", "configmaps", "", "kube-system", "extension-apiserver-authentication"}, true},
+		{scheduler, attrs{"create", "authentication.k8s.io", "tokenreviews", "", "", ""}, true},
+		{scheduler, attrs{"get", "", "secrets", "", ns, "hami-webhook-tls"}, false},
+		{scheduler, attrs{"update", "", "nodes", "", "", "n1"}, false},
+		{webhook, attrs{"list", "", "pods", "", "", ""}, true},
+		{webhook, attrs{"watch", "", "resourcequotas", "", "", ""}, true},
+		{webhook, attrs{"create", "authentication.k8s.io", "tokenreviews", "", "", ""}, true},
+		{webhook, attrs{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", ""}, true},
+		{webhook, attrs{"patch", "", "pods", "", "default", "p1"}, false},
+		{webhook, attrs{"get", "", "secrets", "", ns, "hami-webhook-tls"}, false},
+	}
+	for _, tt := range tests {
+		a := tt.a
+		record := authorizer.AttributesRecord{
+			User: &user.DefaultInfo{Name: tt.user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}},
+			Verb: a.verb, APIGroup: a.group, APIVersion: "*", Resource: a.resource, Subresource: a.subresource,
+			Namespace: a.namespace, Name: a.name, ResourceRequest: true,
+		}
+		decision, reason, err := authz.Authorize(t.Context(), record)
+		if got := decision == authorizer.DecisionAllow; got != tt.allowed || err != nil {
+			t.Errorf("%s %s %s/%s/%s %s/%s: allowed %v, want %v (%s %v)", tt.user, a.verb, a.group, a.resource, a.subresource,
+				a.namespace, a.name, got, tt.allowed, reason, err)
+		}
+	}
+}
