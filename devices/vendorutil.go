@@ -113,3 +113,22 @@ func AllocatableChanged(old, updated *corev1.Node, name corev1.ResourceName) boo
 	nq, newOK := updated.Status.Allocatable[name]
 	return oldOK != newOK || oq.Cmp(nq) != 0
 }
+
+// ParseContainers reads every container's request with parse, init
+// containers first (the order of assignments). asked is false, and req
+// empty, when no container asks for a card; otherwise req.Inits is set.
+func ParseContainers(pod *corev1.Pod, parse func(*corev1.Container) (Request, error)) (req PodRequest, asked bool, err error) {
+	for _, c := range Containers(pod) {
+		r, err := parse(c)
+		if err != nil {
+			return PodRequest{}, false, fmt.Errorf("container %s: %w", c.Name, err)
+		}
+		asked = asked || !r.IsZero()
+		req.Containers = append(req.Containers, r)
+	}
+	if !asked {
+		return PodRequest{}, false, nil
+	}
+	req.Inits = len(pod.Spec.InitContainers)
+	return req, true, nil
+}

@@ -187,20 +187,10 @@ func capacityChanged(old, updated *corev1.Node, name corev1.ResourceName) bool {
 // many whole devices; otherwise neuroncore C is one device with C cores
 // when C <= 2, else C / 2 whole devices.
 func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
-	var req devices.PodRequest
-	asked := false
-	for _, c := range devices.Containers(pod) {
-		r, err := v.parseContainer(c)
-		if err != nil {
-			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-		}
-		asked = asked || !r.IsZero()
-		req.Containers = append(req.Containers, r)
+	req, asked, err := devices.ParseContainers(pod, v.parseContainer)
+	if err != nil || !asked {
+		return req, err
 	}
-	if !asked {
-		return devices.PodRequest{}, nil
-	}
-	req.Inits = len(pod.Spec.InitContainers)
 	a := pod.Annotations
 	req.Preferences = devices.Preferences{
 		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation]),

@@ -194,20 +194,10 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 // (cambricon.com/use-mlutype) are defined by HAMi but never read; only the
 // uuid selectors and the card policy apply.
 func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
-	var req devices.PodRequest
-	asked := false
-	for _, c := range devices.Containers(pod) {
-		r, err := v.parseContainer(c)
-		if err != nil {
-			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-		}
-		asked = asked || !r.IsZero()
-		req.Containers = append(req.Containers, r)
+	req, asked, err := devices.ParseContainers(pod, v.parseContainer)
+	if err != nil || !asked {
+		return req, err
 	}
-	if !asked {
-		return devices.PodRequest{}, nil
-	}
-	req.Inits = len(pod.Spec.InitContainers)
 	a := pod.Annotations
 	req.Preferences = devices.Preferences{
 		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation]),
