@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -34,6 +35,11 @@ type Options struct {
 	MetricsSecure bool
 	// MetricsCertDir holds the metrics server's tls.crt and tls.key.
 	MetricsCertDir string
+	// Certificates, when set, makes the webhook issue and rotate its own
+	// serving certificate and keep the MutatingWebhookConfiguration's
+	// caBundle current; otherwise the certificate in Server.CertDir is
+	// provided from outside (a Secret, cert-manager).
+	Certificates *SelfManagedCerts
 }
 
 // Run serves the webhook until ctx ends. The server starts listening only
@@ -46,6 +52,9 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	}
 	scheme := runtime.NewScheme()
 	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := admissionregistrationv1.AddToScheme(scheme); err != nil {
 		return err
 	}
 	metrics := metricsserver.Options{BindAddress: o.MetricsAddr}
@@ -73,6 +82,13 @@ func Run(ctx context.Context, restConfig *rest.Config, o Options) error {
 	hook, err := NewHTTPHandler(o.Config, mgr.GetCache())
 	if err != nil {
 		return err
+	}
+	if o.Certificates != nil {
+		ready, err := o.Certificates.addRotator(mgr, o.Server)
+		if err != nil {
+			return err
+		}
+		o.Server.CertsReady = ready
 	}
 	server := NewServer(o.Server, map[string]http.Handler{MutatePath: hook})
 	if err := mgr.Add(server); err != nil {

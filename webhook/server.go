@@ -36,6 +36,10 @@ type ServerOptions struct {
 	// MaxRequestBytes is the largest request body accepted; a larger one
 	// is answered 413 before it is decoded.
 	MaxRequestBytes int64
+	// CertsReady, when set, is closed once CertDir holds a certificate
+	// (self-managed certificates are written after the server is created);
+	// Start waits for it.
+	CertsReady <-chan struct{}
 }
 
 // Defaults of ServerOptions.
@@ -115,6 +119,13 @@ func (s *Server) Addr() net.Addr {
 // Start loads the certificate, listens and serves until ctx ends, then
 // drains in-flight requests.
 func (s *Server) Start(ctx context.Context) error {
+	if s.opts.CertsReady != nil {
+		select {
+		case <-s.opts.CertsReady:
+		case <-ctx.Done():
+			return nil
+		}
+	}
 	certPath := filepath.Join(s.opts.CertDir, s.opts.CertName)
 	keyPath := filepath.Join(s.opts.CertDir, s.opts.KeyName)
 	watcher, err := certwatcher.New(certPath, keyPath)

@@ -4,13 +4,13 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
 	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
 	"github.com/hami-scheduler/hami-scheduler/apis/deviceconfig"
-
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	"github.com/hami-scheduler/hami-scheduler/webhook"
@@ -22,6 +22,10 @@ type flags struct {
 	takeOverDefaultScheduler bool
 	vendorConfig             string
 	deviceConfigFile         string
+	selfCerts                bool
+	certSecret               string
+	certDNSName              string
+	webhookConfiguration     string
 	enableAscend             bool
 	enableIluvatar           bool
 	server                   webhook.ServerOptions
@@ -46,6 +50,11 @@ func registerFlags(fs *flag.FlagSet) *flags {
 		"HAMi's --enable-ascend: default the pods of every vnpus.configs chip of --device-config-file (the scheduler plugin's enableAscend arg)")
 	fs.BoolVar(&f.enableIluvatar, "enable-iluvatar", false,
 		"HAMi's --enable-iluvatar: default the pods of every iluvatars chip of --device-config-file (the scheduler plugin's enableIluvatar arg)")
+	fs.BoolVar(&f.selfCerts, "self-managed-certs", false,
+		"issue and rotate the serving certificate, kept in --cert-secret (mounted at --cert-dir), and keep the caBundle of --webhook-configuration current")
+	fs.StringVar(&f.certSecret, "cert-secret", "hami-system/hami-webhook-tls", "namespace/name of the Secret holding the self-managed CA and certificate")
+	fs.StringVar(&f.certDNSName, "cert-dns-name", "hami-webhook.hami-system.svc", "the name the API server calls, for the self-managed certificate")
+	fs.StringVar(&f.webhookConfiguration, "webhook-configuration", "hami-webhook", "the MutatingWebhookConfiguration whose caBundle self-managed certificates keep current")
 	fs.StringVar(&f.server.Addr, "bind-address", ":9443", "host:port of the HTTPS webhook server")
 	fs.StringVar(&f.server.CertDir, "cert-dir", "/etc/hami-webhook/certs",
 		"directory with the serving certificate and key; the files are reloaded when they change")
@@ -122,6 +131,16 @@ func (f *flags) options() (webhook.Options, error) {
 		MetricsAddr:     f.metricsAddr,
 		MetricsSecure:   f.metricsSecure,
 		MetricsCertDir:  f.metricsCertDir,
+	}
+	if f.selfCerts {
+		ns, name, ok := strings.Cut(f.certSecret, "/")
+		if !ok {
+			return webhook.Options{}, fmt.Errorf("--cert-secret %q: want namespace/name", f.certSecret)
+		}
+		o.Certificates = &webhook.SelfManagedCerts{SecretNamespace: ns, SecretName: name, DNSName: f.certDNSName, WebhookConfiguration: f.webhookConfiguration}
+		if err := o.Certificates.Validate(); err != nil {
+			return webhook.Options{}, err
+		}
 	}
 	if err := o.Validate(); err != nil {
 		return webhook.Options{}, err

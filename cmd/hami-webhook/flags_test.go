@@ -152,6 +152,17 @@ func TestFlags(t *testing.T) {
 			},
 		},
 		{name: "bad HAMi device config", args: []string{"--device-config-file=" + badHAMiConfig}, err: `nvidia.gpuCorePolicy: Unsupported value: "sometimes"`},
+		{
+			name: "self-managed certificates",
+			args: []string{"--self-managed-certs", "--cert-secret=ns1/certs", "--cert-dns-name=hook.ns1.svc", "--webhook-configuration=hook"},
+			check: func(t *testing.T, o webhook.Options) {
+				want := webhook.SelfManagedCerts{SecretNamespace: "ns1", SecretName: "certs", DNSName: "hook.ns1.svc", WebhookConfiguration: "hook"}
+				if o.Certificates == nil || !reflect.DeepEqual(*o.Certificates, want) {
+					t.Errorf("Certificates = %+v, want %+v", o.Certificates, want)
+				}
+			},
+		},
+		{name: "self-managed certificates need namespace/name", args: []string{"--self-managed-certs", "--cert-secret=certs"}, err: "want namespace/name"},
 		{name: "both vendor sources", args: []string{"--device-config-file=" + hamiConfig, "--vendor-config=" + renamed}, err: "exclude each other"},
 		{name: "unknown core policy", args: []string{"--vendor-config=" + badPolicy}, err: `corePolicy "forced"`},
 		{name: "vendor config with an unknown field", args: []string{"--vendor-config=" + unknownField}, err: `unknown field "defaultMemory"`},

@@ -524,7 +524,13 @@ func TestChartRBAC(t *testing.T) {
 		{webhook, attrs{"create", "authentication.k8s.io", "tokenreviews", "", "", ""}, true},
 		{webhook, attrs{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", ""}, true},
 		{webhook, attrs{"patch", "", "pods", "", "default", "p1"}, false},
-		{webhook, attrs{"get", "", "secrets", "", ns, "hami-webhook-tls"}, false},
+		// Self-managed certificates (the default): the webhook reads and
+		// updates the Secrets of its own namespace, no other, and only the
+		// MutatingWebhookConfigurations.
+		{webhook, attrs{"update", "", "secrets", "", ns, "hami-webhook-tls"}, true},
+		{webhook, attrs{"get", "", "secrets", "", "kube-system", "anything"}, false},
+		{webhook, attrs{"update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "", "hami-webhook"}, true},
+		{webhook, attrs{"update", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "", "x"}, false},
 	}
 	for _, tt := range tests {
 		a := tt.a
