@@ -546,3 +546,56 @@ func TestChartRBAC(t *testing.T) {
 		}
 	}
 }
+
+// The chart's three certificate modes render what each needs: the webhook
+// managing its own (default), cert-manager's Certificate and CA injection,
+// or an operator-provided caBundle. (cert-manager's kinds are not served by
+// the in-process API server, so this renders without applying.)
+func TestChartCertificateModes(t *testing.T) {
+	has := func(objs []*unstructured.Unstructured, kind, name string) bool {
+		return slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == kind && o.GetName() == name })
+	}
+	tests := []struct {
+		mode       string
+		selfArgs   bool
+		secret     bool
+		certMgr    bool
+		caBundleIn bool
+	}{
+		{mode: "self", selfArgs: true, secret: true},
+		{mode: "cert-manager", certMgr: true},
+		{mode: "external", caBundleIn: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			rendered, err := manifestgen.Render(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), "hami-system",
+				map[string]any{"webhook": map[string]any{"certificates": tt.mode, "caBundle": "Q0E="}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			objs := decodeDocuments(t, manifestgen.Documents(rendered))
+			if got := slices.Contains(webhookArgs(t, objs), "--self-managed-certs"); got != tt.selfArgs {
+				t.Errorf("--self-managed-certs in args: %v, want %v", got, tt.selfArgs)
+			}
+			if got := has(objs, "Secret", "hami-webhook-tls"); got != tt.secret {
+				t.Errorf("Secret rendered: %v, want %v", got, tt.secret)
+			}
+			if got := has(objs, "Certificate", "hami-webhook"); got != tt.certMgr {
+				t.Errorf("Certificate rendered: %v, want %v", got, tt.certMgr)
+			}
+			for _, o := range objs {
+				if o.GetKind() != "MutatingWebhookConfiguration" {
+					continue
+				}
+				if got := o.GetAnnotations()["cert-manager.io/inject-ca-from"] == "hami-system/hami-webhook"; got != tt.certMgr {
+					t.Errorf("CA injection annotation: %v, want %v", got, tt.certMgr)
+				}
+				hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+				ca, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "clientConfig", "caBundle")
+				if got := ca == "Q0E="; got != tt.caBundleIn {
+					t.Errorf("caBundle from values: %v, want %v", got, tt.caBundleIn)
+				}
+			}
+		})
+	}
+}
