@@ -132,3 +132,36 @@ func ParseContainers(pod *corev1.Pod, parse func(*corev1.Container) (Request, er
 	req.Inits = len(pod.Spec.InitContainers)
 	return req, true, nil
 }
+
+// CountOnlyRequest reads a container that asks for cards by count alone
+// (resource name): each card is asked as its whole memory and 0 cores, as
+// HAMi's requests for such vendors do (they only order the cards).
+func CountOnlyRequest(name corev1.ResourceName) func(*corev1.Container) (Request, error) {
+	return func(c *corev1.Container) (Request, error) {
+		n, _, err := ContainerQuantity(c, name)
+		if err != nil || n <= 0 {
+			return Request{}, err
+		}
+		return Request{Count: n, MemoryPercent: 100}, nil
+	}
+}
+
+// UUIDPreferences are the card preferences of a vendor whose pods choose
+// cards by uuid alone (use and avoid annotation keys), plus the card
+// policy annotation.
+func UUIDPreferences(annotations map[string]string, use, avoid string) (Preferences, error) {
+	p := Preferences{UseUUIDs: SplitList(annotations[use]), AvoidUUIDs: SplitList(annotations[avoid])}
+	if err := ApplyGPUSchedulerPolicy(&p, annotations[CardPolicyAnnotation]); err != nil {
+		return Preferences{}, err
+	}
+	return p, nil
+}
+
+// RegisterChanged reports whether a node update may change the inventory
+// of a vendor registered in annotation register with count resource
+// count: the register, the cordon list or the allocatable count changed.
+func RegisterChanged(old, updated *corev1.Node, register string, count corev1.ResourceName) bool {
+	return old.Annotations[register] != updated.Annotations[register] ||
+		old.Annotations[DeviceCordon] != updated.Annotations[DeviceCordon] ||
+		AllocatableChanged(old, updated, count)
+}

@@ -138,9 +138,7 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
-	return old.Annotations[RegisterAnnotation] != updated.Annotations[RegisterAnnotation] ||
-		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon] ||
-		devices.AllocatableChanged(old, updated, v.names.Count)
+	return devices.RegisterChanged(old, updated, RegisterAnnotation, v.names.Count)
 }
 
 // ParsePod implements devices.Vendor.

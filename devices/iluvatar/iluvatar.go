@@ -139,9 +139,7 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
 	key := RegisterAnnotation(v.cfg.CommonWord)
-	return old.Annotations[key] != updated.Annotations[key] ||
-		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon] ||
-		devices.AllocatableChanged(old, updated, v.names.Count)
+	return devices.RegisterChanged(old, updated, key, v.names.Count)
 }
 
 // Fit implements devices.Vendor: HAMi's standard share fit.

@@ -124,9 +124,7 @@ func (v *VXPUVendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 
 // InventoryChanged implements devices.Vendor.
 func (v *VXPUVendor) InventoryChanged(old, updated *corev1.Node) bool {
-	return old.Annotations[VXPURegisterAnnotation] != updated.Annotations[VXPURegisterAnnotation] ||
-		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon] ||
-		devices.AllocatableChanged(old, updated, v.names.Count)
+	return devices.RegisterChanged(old, updated, VXPURegisterAnnotation, v.names.Count)
 }
 
 // ParsePod implements devices.Vendor: memory rounded up to a template

@@ -142,39 +142,18 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
-	return old.Annotations[RegisterAnnotation] != updated.Annotations[RegisterAnnotation] ||
-		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon] ||
-		devices.AllocatableChanged(old, updated, v.names.Count)
+	return devices.RegisterChanged(old, updated, RegisterAnnotation, v.names.Count)
 }
 
 // ParsePod implements devices.Vendor: the count (limits, else requests);
 // each card is asked as 100% memory and 0 cores (HAMi's request, which
 // only orders the cards).
 func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
-	var req devices.PodRequest
-	asked := false
-	for _, c := range devices.Containers(pod) {
-		n, _, err := devices.ContainerQuantity(c, v.names.Count)
-		if err != nil {
-			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-		}
-		r := devices.Request{}
-		if n > 0 {
-			r = devices.Request{Count: n, MemoryPercent: 100}
-			asked = true
-		}
-		req.Containers = append(req.Containers, r)
+	req, asked, err := devices.ParseContainers(pod, devices.CountOnlyRequest(v.names.Count))
+	if err != nil || !asked {
+		return req, err
 	}
-	if !asked {
-		return devices.PodRequest{}, nil
-	}
-	req.Inits = len(pod.Spec.InitContainers)
-	a := pod.Annotations
-	req.Preferences = devices.Preferences{
-		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation]),
-		AvoidUUIDs: devices.SplitList(a[AvoidUUIDAnnotation]),
-	}
-	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
+	if req.Preferences, err = devices.UUIDPreferences(pod.Annotations, UseUUIDAnnotation, AvoidUUIDAnnotation); err != nil {
 		return devices.PodRequest{}, err
 	}
 	return req, nil
