@@ -359,8 +359,14 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 		capacity = int(r.Count)
 	}
 	var grants []Grant
-	var pickedBuf [16]int
-	picked := pickedBuf[:0]
+	// picked (the card index of each grant) is read only by the pickers
+	// of a collecting walk; a plain walk keeps none and allocates nothing
+	// for it (the pickers are function values, so a buffer on the stack
+	// would escape anyway).
+	var picked []int
+	if collect {
+		picked = make([]int, 0, capacity)
+	}
 	prevNUMA := -1
 	// sliceMask holds the MIG slices this container took on card sliceCard.
 	sliceCard, sliceMask := -1, uint8(0)
@@ -402,7 +408,9 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 				grants = make([]Grant, 0, capacity)
 			}
 			grants = append(grants, g)
-			picked = append(picked, i)
+			if collect {
+				picked = append(picked, i)
+			}
 			if !collect && int32(len(grants)) == r.Count {
 				return grants, nil
 			}
@@ -440,7 +448,9 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 			grants = make([]Grant, 0, capacity)
 		}
 		grants = append(grants, g)
-		picked = append(picked, i)
+		if collect {
+			picked = append(picked, i)
+		}
 		if !collect && int32(len(grants)) == r.Count {
 			return grants, nil
 		}
