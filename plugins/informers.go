@@ -13,13 +13,20 @@ func (p *Plugin) onNodeAdd(logger klog.Logger, obj any) {
 	if !ok {
 		return
 	}
+	p.locker.NodeChanged(node.Name)
 	p.setNode(logger, node)
 }
 
 func (p *Plugin) onNodeUpdate(logger klog.Logger, oldObj, obj any) {
 	old, ok1 := oldObj.(*corev1.Node)
 	node, ok2 := obj.(*corev1.Node)
-	if !ok1 || !ok2 || !p.cache.NodeChanged(old, node) {
+	if !ok1 || !ok2 {
+		return
+	}
+	// Any new version may be the lock's release, or the version a waiting
+	// lock write conflicted with.
+	p.locker.NodeChanged(node.Name)
+	if !p.cache.NodeChanged(old, node) {
 		return
 	}
 	p.setNode(logger, node)
@@ -48,6 +55,7 @@ func (p *Plugin) onNodeDelete(logger klog.Logger, obj any) {
 		obj = tomb.Obj
 	}
 	if node, ok := obj.(*corev1.Node); ok {
+		p.locker.NodeChanged(node.Name)
 		p.cache.RemoveNode(node.Name)
 		logger.V(4).Info("Node left the device cache", "node", klog.KObj(node))
 	}
@@ -63,6 +71,7 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 	}
 	held := p.cache.HasAssignment(pod)
 	p.handOvers.observe(pod, time.Now())
+	p.queues.observe(pod)
 	if err := p.cache.SetPod(pod); err != nil {
 		undecodableAnnotations.WithLabelValues("pod").Inc()
 		logger.Error(err, "Pod's device assignment cannot be read; its node's cards are held until it is gone", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
@@ -81,6 +90,7 @@ func (p *Plugin) onPodDelete(logger klog.Logger, obj any) {
 	if pod, ok := obj.(*corev1.Pod); ok {
 		p.rejected.remove(pod.UID)
 		p.handOvers.drop(pod.UID)
+		p.queues.remove(pod.UID)
 		if p.cache.RemovePod(pod) {
 			logger.V(5).Info("Pod left the device cache", "pod", klog.KObj(pod))
 			p.retryRejected(logger, "a pod holding devices was deleted")

@@ -42,6 +42,8 @@ type Plugin struct {
 	synced func() bool
 	// handOvers times each pod's hand-over to its device plugin.
 	handOvers handOvers
+	// queues counts the pods being handed over to each node.
+	queues nodeQueues
 }
 
 var (
@@ -110,6 +112,7 @@ func (p *Plugin) watch(logger klog.Logger) error {
 		return fmt.Errorf("watch nodes: %w", err)
 	}
 	p.pods = informers.Core().V1().Pods().Lister()
+	p.locker.ReadFrom(informers.Core().V1().Nodes().Lister(), p.pods)
 	pods, err := informers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.onPodSet(logger, obj) },
 		UpdateFunc: func(_, obj any) { p.onPodSet(logger, obj) },

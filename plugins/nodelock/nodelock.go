@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -57,6 +58,18 @@ type Locker struct {
 	writtenMu sync.Mutex
 	written   map[string]ownLock
 
+	// nodes and pods, when set (ReadFrom), are the informer stores Lock
+	// reads; changes wakes its waits when the node informer reports a node.
+	nodes   corelisters.NodeLister
+	pods    corelisters.PodLister
+	changes changes
+	// recheck is RecheckInterval; tests lengthen it.
+	recheck time.Duration
+	// patched keeps, per node, what this Locker's last lock write returned,
+	// until the node informer has caught up with it.
+	patchedMu sync.Mutex
+	patched   map[string]*corev1.Node
+
 	// Observer hears what Lock does; set it before the Locker is used.
 	Observer Observer
 }
@@ -95,6 +108,8 @@ func New(client kubernetes.Interface, expiry, wait time.Duration) *Locker {
 		client: client, Expiry: expiry, Wait: wait, now: time.Now,
 		turns:   map[string]chan struct{}{},
 		written: map[string]ownLock{},
+		patched: map[string]*corev1.Node{},
+		recheck: RecheckInterval,
 	}
 }
 
@@ -184,8 +199,12 @@ func Parse(value string) (taken time.Time, namespace, name string, err error) {
 // the node's resourceVersion: the loser gets a conflict and tries again.
 //
 // Binding cycles of this scheduler that want the same node take turns
-// before they ask the API server, so a backlog waiting for one node costs
-// one poller, not one per pod; Wait counts from the start of the turn.
+// before they look at its lock, so a backlog waiting for one node costs
+// one writer, not one per pod; Wait counts from the start of the turn.
+// With informer stores (ReadFrom) the cycle holding the turn reads the node
+// and the holder from them and sleeps until the node informer reports the
+// node changed (NodeChanged), rechecking at least every RecheckInterval
+// for what no node event announces (a holder deleted, a lock expiring).
 func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) (err error) {
 	if waited := l.Observer.Waited; waited != nil {
 		start := time.Now()
@@ -194,51 +213,86 @@ func (l *Locker) Lock(ctx context.Context, nodeName string, pod *corev1.Pod) (er
 	return l.lock(ctx, nodeName, pod)
 }
 
+// RecheckInterval bounds how long a Lock reading informer stores sleeps
+// without a node event before it looks at the lock again.
+const RecheckInterval = time.Second
+
 func (l *Locker) lock(ctx context.Context, nodeName string, pod *corev1.Pod) error {
-	logger := klog.FromContext(ctx)
 	done, err := l.waitTurn(ctx, nodeName)
 	if err != nil {
 		return err
 	}
 	defer done()
-	// Wait bounds the time this cycle polls once it has the turn.
+	// Wait bounds the time this cycle waits once it has the turn.
 	deadline := l.now().Add(l.Wait)
 	delay := 50 * time.Millisecond
 	for {
-		node, err := l.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("read node %s for its lock: %w", nodeName, err)
-		}
-		free, takeOver, err := l.mayTake(ctx, node, pod)
-		if errors.Is(err, errHeldByPod) {
-			return nil
-		}
-		if err != nil {
+		changed := l.changes.next(nodeName)
+		held, err := l.try(ctx, nodeName, pod)
+		if held || err != nil {
 			return err
 		}
-		if free {
-			value := Value(l.now(), pod)
-			err = l.patchLock(ctx, node, value)
-			if err == nil {
-				l.remember(nodeName, value, pod.UID)
-				if takeOver != "" && l.Observer.TookOver != nil {
-					l.Observer.TookOver(takeOver)
-				}
-				logger.V(4).Info("Node lock taken", "node", nodeName, "pod", klog.KObj(pod))
-				return nil
+		remaining := deadline.Sub(l.now())
+		if l.nodes == nil {
+			// No informer: poll the API server with a growing delay.
+			if delay >= remaining {
+				return l.busy(ctx, nodeName)
 			}
-			if !apierrors.IsConflict(err) {
-				return fmt.Errorf("take lock on node %s: %w", nodeName, err)
+			if err := sleep(ctx, jitter(delay), nil); err != nil {
+				return err
 			}
+			delay = min(delay*2, time.Second)
+			continue
 		}
-		if !l.now().Add(delay).Before(deadline) {
-			return fmt.Errorf("node %s: %w (%s)", nodeName, ErrBusy, node.Annotations[devices.NodeLock])
+		if remaining <= 0 {
+			return l.busy(ctx, nodeName)
 		}
-		if err := sleep(ctx, jitter(delay)); err != nil {
+		if err := sleep(ctx, min(jitter(l.recheck), remaining), changed); err != nil {
 			return err
 		}
-		delay = min(delay*2, time.Second)
 	}
+}
+
+// try makes one attempt at the lock: it reads the node, and writes the lock
+// when the rules let pod have it. held reports that pod holds the lock now;
+// false with no error means wait and try again (held by another pod, or a
+// conflicting write).
+func (l *Locker) try(ctx context.Context, nodeName string, pod *corev1.Pod) (held bool, err error) {
+	node, err := l.readNode(ctx, nodeName)
+	if err != nil {
+		return false, fmt.Errorf("read node %s for its lock: %w", nodeName, err)
+	}
+	free, takeOver, err := l.mayTake(ctx, node, pod)
+	if errors.Is(err, errHeldByPod) {
+		return true, nil
+	}
+	if err != nil || !free {
+		return false, err
+	}
+	value := Value(l.now(), pod)
+	err = l.patchLock(ctx, node, value)
+	if apierrors.IsConflict(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("take lock on node %s: %w", nodeName, err)
+	}
+	l.remember(nodeName, value, pod.UID)
+	if takeOver != "" && l.Observer.TookOver != nil {
+		l.Observer.TookOver(takeOver)
+	}
+	klog.FromContext(ctx).V(4).Info("Node lock taken", "node", nodeName, "pod", klog.KObj(pod))
+	return true, nil
+}
+
+// busy is the error of a Lock that waited as long as it may, naming the
+// lock it last saw.
+func (l *Locker) busy(ctx context.Context, nodeName string) error {
+	value := ""
+	if node, err := l.readNode(ctx, nodeName); err == nil {
+		value = node.Annotations[devices.NodeLock]
+	}
+	return fmt.Errorf("node %s: %w (%s)", nodeName, ErrBusy, value)
 }
 
 var errHeldByPod = errors.New("lock already held by this pod")
@@ -287,7 +341,7 @@ func (l *Locker) mayTake(ctx context.Context, node *corev1.Node, pod *corev1.Pod
 	if name == "" {
 		return false, "", nil
 	}
-	holder, err := l.client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	holder, err := l.readPod(ctx, ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		logger.Info("Taking over the node lock of a pod that no longer exists", "node", node.Name, "lock", value)
@@ -327,8 +381,10 @@ func (l *Locker) notTheHolder(holder *corev1.Pod, node, value string, taken time
 // else is left alone, and so is a lock naming pod that this Locker wrote
 // for another pod of the same name (a recreated pod's).
 func (l *Locker) Release(ctx context.Context, nodeName string, pod *corev1.Pod) error {
+	// Release runs only when a hand-over fails: it reads the API server, not
+	// the informer, which may not show the lock this Locker just wrote.
 	for attempt := 0; attempt < 5; attempt++ {
-		node, err := l.client.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		node, err := l.getNode(ctx, nodeName)
 		if err != nil {
 			return fmt.Errorf("read node %s to release its lock: %w", nodeName, err)
 		}
@@ -361,7 +417,10 @@ func (l *Locker) patchLock(ctx context.Context, node *corev1.Node, value string)
 		v = fmt.Sprintf("%q", value)
 	}
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s},"resourceVersion":%q}}`, devices.NodeLock, v, node.ResourceVersion)
-	_, err := l.client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	patched, err := l.client.CoreV1().Nodes().Patch(ctx, node.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if err == nil {
+		l.wrote(patched)
+	}
 	return err
 }
 
@@ -369,13 +428,16 @@ func jitter(d time.Duration) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
+// sleep waits for d, for changed to close (nil: never) or for ctx to end.
+func sleep(ctx context.Context, d time.Duration, changed <-chan struct{}) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	case <-t.C:
+		return nil
+	case <-changed:
 		return nil
 	}
 }
