@@ -28,14 +28,18 @@ func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod
 	return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
 }
 
-// PreBind runs in the asynchronous binding cycle: it takes the node's
-// hami.io/mutex.lock (waiting, bounded, while another pod holds it), then
-// writes every assignment annotation and the hami.io/vgpu-node label in one
-// pod patch with bind-phase allocating, which is what the device plugin
-// looks for. The patch applies only to the pod with pod's UID, not to a pod
-// that took its name since. Binding itself is left to the default binder.
-// On failure the lock is released and an error returned, so Unreserve rolls
-// the cache back.
+// PreBind runs in the asynchronous binding cycle: it writes every
+// assignment annotation and the hami.io/vgpu-node label in one pod patch
+// with bind-phase allocating, which is what the device plugin looks for,
+// then takes the node's hami.io/mutex.lock (waiting, bounded, while another
+// pod holds it). Binding itself is left to the default binder. The patch
+// comes first, as HAMi writes the assignment in its Filter: it is off the
+// lock's critical path, and harmless before binding (a device plugin finds
+// its pod through the lock, or among the pods bound to its node). The patch
+// applies only to the pod with pod's UID, not to a pod that took its name
+// since. On failure after the patch, an error is returned and Unreserve
+// rolls the cache back, marks the assignment failed and releases the lock
+// if the pod holds it.
 func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	s, fit, st := p.chosenFit(ctx, state, pod, nodeName)
@@ -54,11 +58,20 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 		p.bindingFailed(pod, err)
 		return fwk.AsStatus(err)
 	}
+	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	if err != nil {
+		preBindFailed(patchFailure(err))
+		err = fmt.Errorf("write device assignment to pod: %w", err)
+		p.bindingFailed(pod, err)
+		return fwk.AsStatus(err)
+	}
+	s.mu.Lock()
+	s.handedOver = nodeName
+	s.mu.Unlock()
 	// One lock for the pod, however many vendors it asks (HAMi's vendors
 	// share hami.io/mutex.lock), and only when a regular container asks:
 	// HAMi's LockNode looks at spec.containers alone.
-	lock := regularAsks(p.registry.Vendors(), s.requests)
-	if lock {
+	if regularAsks(p.registry.Vendors(), s.requests) {
 		if err := p.locker.Lock(ctx, nodeName, pod); err != nil {
 			preBindFailed(lockFailure(err))
 			err = fmt.Errorf("lock node %s: %w", nodeName, err)
@@ -66,23 +79,8 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 			return fwk.AsStatus(err)
 		}
 	}
-	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
-	if err != nil {
-		if lock {
-			if rerr := p.locker.Release(context.WithoutCancel(ctx), nodeName, pod); rerr != nil {
-				logger.Error(rerr, "Releasing node lock after a failed pod patch", "node", nodeName, "pod", klog.KObj(pod))
-			}
-		}
-		preBindFailed(patchFailure(err))
-		err = fmt.Errorf("write device assignment to pod: %w", err)
-		p.bindingFailed(pod, err)
-		return fwk.AsStatus(err)
-	}
 	p.handOvers.start(pod.UID, time.Now())
-	s.mu.Lock()
-	s.handedOver = nodeName
-	s.mu.Unlock()
-	logger.V(3).Info("Device assignment written", "pod", klog.KObj(pod), "node", nodeName)
+	logger.V(3).Info("Device assignment written and node locked", "pod", klog.KObj(pod), "node", nodeName)
 	return nil
 }
 

@@ -91,6 +91,7 @@ func TestPreBindFailureReleasesTheLock(t *testing.T) {
 }
 
 func TestPreBindGivesUpOnABusyNode(t *testing.T) {
+	// The assignment is written before the lock, as HAMi writes it in Filter.
 	holder := gpuPod("holder", gpu(1, 1000, 0))
 	pod := gpuPod("p", gpu(1, 1000, 0))
 	node := eightCardNode("n1")
@@ -101,9 +102,17 @@ func TestPreBindGivesUpOnABusyNode(t *testing.T) {
 	if st.IsSuccess() || !strings.Contains(st.Message(), "held by another pod") {
 		t.Fatalf("PreBind status = %v, want busy", st)
 	}
+	// The framework calls Unreserve after a failed PreBind: the assignment
+	// written before the lock is marked failed, and the holder keeps its
+	// lock.
+	h.plugin.Unreserve(h.ctx, state, pod, "n1")
 	got, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
-	if _, ok := got.Annotations[nvidia.ToAllocateAnnotation]; ok {
-		t.Error("pod got an assignment without the node lock")
+	if phase := got.Annotations[devices.BindPhase]; phase != devices.BindPhaseFailed {
+		t.Errorf("bind phase %q after the lock was not had, want %s so no device plugin serves it", phase, devices.BindPhaseFailed)
+	}
+	n, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+	if lock := n.Annotations[devices.NodeLock]; !strings.HasSuffix(lock, ",default,holder") {
+		t.Errorf("lock %q after Unreserve, want the holder's kept", lock)
 	}
 }
 
