@@ -13,6 +13,12 @@ import (
 //go:embed webhook.yaml
 var WebhookYAML []byte
 
+// SchedulerYAML is manifests/scheduler.yaml: hami-scheduler's RBAC,
+// ConfigMap and Deployment (whose flags the in-process schedulers follow).
+//
+//go:embed scheduler.yaml
+var SchedulerYAML []byte
+
 // SchedulerConfigYAML is manifests/scheduler-config.yaml: hami-scheduler's
 // KubeSchedulerConfiguration.
 //

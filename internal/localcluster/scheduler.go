@@ -83,6 +83,9 @@ func (s *Scheduler) Plugin() *plugins.Plugin { return s.plugin.Load() }
 // they and the plugins' event handlers have synced, then runs it. Stop it
 // before the control plane.
 func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions) (*Scheduler, error) {
+	if err := applyShippedFeatureGates(); err != nil {
+		return nil, err
+	}
 	profiles, err := profile.Profiles(opts.Args, true)
 	if err != nil {
 		return nil, err

@@ -178,27 +178,36 @@ func ShippedWebhookConfiguration(url string, ca []byte, opts WebhookOptions) (*a
 // shippedMutatingWebhook decodes the MutatingWebhookConfiguration out of
 // the multi-document manifests/webhook.yaml.
 func shippedMutatingWebhook() (*admissionv1.MutatingWebhookConfiguration, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests.WebhookYAML)))
+	config := &admissionv1.MutatingWebhookConfiguration{}
+	if err := shippedObject(manifests.WebhookYAML, "manifests/webhook.yaml", "MutatingWebhookConfiguration", config); err != nil {
+		return nil, err
+	}
+	return config, nil
+}
+
+// shippedObject decodes the first object of kind out of a multi-document
+// manifest (named file in errors) into obj, strictly.
+func shippedObject(manifest []byte, file, kind string, obj any) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			return nil, errors.New("manifests/webhook.yaml has no MutatingWebhookConfiguration")
+			return fmt.Errorf("%s has no %s", file, kind)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read manifests/webhook.yaml: %w", err)
+			return fmt.Errorf("read %s: %w", file, err)
 		}
 		var meta metav1.TypeMeta
 		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			return nil, fmt.Errorf("read manifests/webhook.yaml: %w", err)
+			return fmt.Errorf("read %s: %w", file, err)
 		}
-		if meta.Kind != "MutatingWebhookConfiguration" {
+		if meta.Kind != kind {
 			continue
 		}
-		config := &admissionv1.MutatingWebhookConfiguration{}
-		if err := yaml.UnmarshalStrict(doc, config); err != nil {
-			return nil, fmt.Errorf("decode manifests/webhook.yaml MutatingWebhookConfiguration: %w", err)
+		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+			return fmt.Errorf("decode %s %s: %w", file, kind, err)
 		}
-		return config, nil
+		return nil
 	}
 }
 
