@@ -39,9 +39,10 @@ func (p *Plugin) event(pod *corev1.Pod, eventType, reason, action, note string) 
 
 // filteringSucceeded records HAMi's FilteringSucceed once the scheduler has
 // chosen node: how many nodes this plugin turned away, and the score of
-// each node it found fit (HAMi's node score, before normalisation).
+// each node it found fit (HAMi's node score, before normalisation); only
+// when successEvents is on.
 func (p *Plugin) filteringSucceeded(pod *corev1.Pod, s *cycleState, node string) {
-	if p.handle.EventRecorder() == nil {
+	if !p.args.SuccessEvents || p.handle.EventRecorder() == nil {
 		return
 	}
 	rejected := s.rejections.count()
@@ -121,9 +122,9 @@ func filteringFailedNote(rejections map[string]nodeRejection) string {
 }
 
 // PostBind implements fwk.PostBindPlugin: HAMi's BindingSucceed for the
-// pods this plugin placed.
+// pods this plugin placed, when successEvents is on.
 func (p *Plugin) PostBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) {
-	if s, err := readState(state); err != nil || s == nil {
+	if s, err := readState(state); err != nil || s == nil || !p.args.SuccessEvents {
 		return
 	}
 	p.event(pod, corev1.EventTypeNormal, EventBindingSucceed, "Binding",

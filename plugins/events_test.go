@@ -15,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/component-base/metrics/testutil"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/utils/ptr"
 
 	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -46,7 +47,7 @@ func TestFilteringEvents(t *testing.T) {
 	sick := card("sick-g0", 40000)
 	sick.healthy = false
 	nodes := []string{"small-a", "small-b", "sick", "big"}
-	h := newHarness(t, nil,
+	h := newHarness(t, &configv1.HAMiArgs{SuccessEvents: ptr.To(true)},
 		gpuNode("small-a", card("a0", 4000)),
 		gpuNode("small-b", card("b0", 4000), card("b1", 4000)),
 		gpuNode("sick", sick),
@@ -164,7 +165,7 @@ func TestBindingEvents(t *testing.T) {
 				node.Annotations[devices.NodeLock] = time.Now().UTC().Format(time.RFC3339) + ",default,holder"
 				objs = append(objs, gpuPod("holder", gpu(1, 1000, 0)))
 			}
-			h := newHarness(t, &configv1.HAMiArgs{NodeLockWait: &metav1.Duration{Duration: 100 * time.Millisecond}}, objs...)
+			h := newHarness(t, &configv1.HAMiArgs{NodeLockWait: &metav1.Duration{Duration: 100 * time.Millisecond}, SuccessEvents: ptr.To(true)}, objs...)
 			if tt.patchFails {
 				h.client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 					return true, nil, errors.New("apiserver unavailable")
@@ -221,7 +222,7 @@ func TestHandOverDuration(t *testing.T) {
 // TestFilteringSucceedNoteIsBounded: with many fit nodes the note stops
 // at the events API's limit.
 func TestFilteringSucceedNoteIsBounded(t *testing.T) {
-	h := newHarness(t, nil)
+	h := newHarness(t, &configv1.HAMiArgs{SuccessEvents: ptr.To(true)})
 	s := &cycleState{fits: map[string]*nodeFit{}, rejections: &nodeRejections{}}
 	for i := range 500 {
 		s.fits[fmt.Sprintf("node-%03d", i)] = &nodeFit{score: 12.5}
@@ -230,5 +231,21 @@ func TestFilteringSucceedNoteIsBounded(t *testing.T) {
 	got := h.handle.recorder.take()
 	if len(got) != 1 || len(got[0].note) > maxEventNote || !strings.HasPrefix(got[0].note, "find fit node(node-007), 0 nodes not fit, 500 nodes fit(node-000:12.50,node-001:12.50,") {
 		t.Errorf("events %+v", got)
+	}
+}
+
+// TestSuccessEventsAreOffByDefault: without successEvents a placed and
+// bound pod gets no FilteringSucceed or BindingSucceed (two API writes per
+// pod); failures are still recorded (TestBindingEvents).
+func TestSuccessEventsAreOffByDefault(t *testing.T) {
+	pod := gpuPod("p", gpu(1, 1000, 0))
+	h := newHarness(t, nil, eightCardNode("n1"), pod)
+	state := h.schedule(pod, "n1")
+	if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); !st.IsSuccess() {
+		t.Fatal(st)
+	}
+	h.plugin.PostBind(h.ctx, state, pod, "n1")
+	if got := h.handle.recorder.take(); len(got) != 0 {
+		t.Errorf("events %+v, want none", got)
 	}
 }

@@ -226,6 +226,24 @@ func (h *harness) schedule(pod *corev1.Pod, node string) fwk.CycleState {
 	return state
 }
 
+// scores runs Filter and Score of pod on each node, failing the test on
+// any error.
+func (h *harness) scores(state fwk.CycleState, pod *corev1.Pod, nodes ...fwk.NodeInfo) fwk.NodeScoreList {
+	h.t.Helper()
+	var out fwk.NodeScoreList
+	for _, ni := range nodes {
+		if st := h.plugin.Filter(h.ctx, state, pod, ni); !st.IsSuccess() {
+			h.t.Fatalf("Filter %s on %s: %v", pod.Name, ni.Node().Name, st)
+		}
+		s, st := h.plugin.Score(h.ctx, state, pod, ni)
+		if !st.IsSuccess() {
+			h.t.Fatalf("Score %s on %s: %v", pod.Name, ni.Node().Name, st)
+		}
+		out = append(out, fwk.NodeScore{Name: ni.Node().Name, Score: s})
+	}
+	return out
+}
+
 // filter runs PreFilter and Filter of pod on node.
 func (h *harness) filter(pod *corev1.Pod, node string) (fwk.CycleState, *fwk.Status) {
 	h.t.Helper()

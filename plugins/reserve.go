@@ -22,6 +22,9 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
+	if regularAsks(p.registry.Vendors(), s.requests) {
+		p.queues.add(pod.UID, nodeName)
+	}
 	klog.FromContext(ctx).V(4).Info("Devices assumed", "pod", klog.KObj(pod), "node", nodeName)
 	p.filteringSucceeded(pod, s, nodeName)
 	return nil
@@ -37,6 +40,7 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 		return
 	}
 	p.cache.Forget(pod)
+	p.queues.remove(pod.UID)
 	s.mu.Lock()
 	handedOver := s.handedOver
 	s.handedOver = ""

@@ -46,10 +46,20 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 	score := int64(fit.score*float32(fwk.MaxNodeScore)/devices.MaxNodeScore + 0.5)
 	score = min(max(score, 0), fwk.MaxNodeScore)
 	if s.nodePolicy == devices.NodeSpread {
-		return fwk.MaxNodeScore - score, nil
+		score = fwk.MaxNodeScore - score
+	}
+	if limit := p.args.NodeQueueLimit; limit > 0 {
+		return queuedScore(score, p.queues.len(nodeInfo.Node().Name)/int(limit)), nil
 	}
 	return score, nil
 }
 
-// ScoreExtensions implements fwk.ScorePlugin; scores are already in range.
-func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+// ScoreExtensions implements fwk.ScorePlugin: with nodeQueueLimit, Score's
+// values carry the node's queue rounds and NormalizeScore brings them back
+// into range; without it they are in range already.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions {
+	if p.args.NodeQueueLimit > 0 {
+		return p
+	}
+	return nil
+}

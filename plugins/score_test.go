@@ -38,18 +38,11 @@ func TestScoreFollowsNodePolicy(t *testing.T) {
 				t.Fatal(st)
 			}
 			scores := map[string]int64{}
-			for _, ni := range []fwk.NodeInfo{busy, idle} {
-				if st := h.plugin.Filter(h.ctx, state, pod, ni); !st.IsSuccess() {
-					t.Fatal(st)
+			for _, s := range h.scores(state, pod, busy, idle) {
+				if s.Score < 0 || s.Score > fwk.MaxNodeScore {
+					t.Errorf("score %d out of range", s.Score)
 				}
-				s, st := h.plugin.Score(h.ctx, state, pod, ni)
-				if !st.IsSuccess() {
-					t.Fatal(st)
-				}
-				if s < 0 || s > fwk.MaxNodeScore {
-					t.Errorf("score %d out of range", s)
-				}
-				scores[ni.Node().Name] = s
+				scores[s.Name] = s.Score
 			}
 			if got := scores["busy"] > scores["idle"]; got != tt.wantBusyFirst {
 				t.Errorf("scores %v: busy first = %v, want %v", scores, got, tt.wantBusyFirst)

@@ -15,6 +15,8 @@ type HAMiArgs struct {
 	GPUSchedulerPolicy  string
 	NodeLockExpiry      metav1.Duration
 	NodeLockWait        metav1.Duration
+	NodeQueueLimit      int32
+	SuccessEvents       bool
 	DeviceConfigFile    string
 	EnableAscend        bool
 	EnableIluvatar      bool

@@ -8,7 +8,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/component-base/metrics/legacyregistry"
+	"k8s.io/utils/ptr"
 
+	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
@@ -125,6 +127,9 @@ func (e *env) podEvents(name string, reasons ...string) map[string][]string {
 // TestEventsOfScheduling: HAMi's pod events, and a FailedScheduling
 // message that counts nodes per reason whatever their card count.
 func TestEventsOfScheduling(t *testing.T) {
+	// HAMi's success events are off by default (two API writes per pod).
+	t.Cleanup(func() { restartScheduler(t, nil) })
+	restartScheduler(t, &hamiv1.HAMiArgs{SuccessEvents: ptr.To(true)})
 	e := newEnv(t, "events")
 	e.addNodes("1 node x 1 card of NVIDIA A100 40 GiB, split 10; 1 node x 2 cards of NVIDIA A100 40 GiB, split 10", nil)
 	e.create(e.pod("fits", gpu{cards: 1, memory: 3000}))

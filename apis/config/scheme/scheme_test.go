@@ -258,7 +258,9 @@ func TestWriteConfig(t *testing.T) {
       kind: HAMiArgs
       nodeLockExpiry: 5m0s
       nodeLockWait: 30s
+      nodeQueueLimit: 0
       nodeSchedulerPolicy: binpack
+      successEvents: false
       vendors:
       - defaultCount: 1
         name: nvidia
@@ -277,7 +279,9 @@ func TestWriteConfig(t *testing.T) {
       kind: HAMiArgs
       nodeLockExpiry: 1m30s
       nodeLockWait: 30s
+      nodeQueueLimit: 0
       nodeSchedulerPolicy: spread
+      successEvents: false
     name: HAMi
 `,
 	}}

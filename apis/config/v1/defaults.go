@@ -36,6 +36,12 @@ func SetDefaults_HAMiArgs(obj *HAMiArgs) {
 	if obj.NodeLockWait == nil {
 		obj.NodeLockWait = &metav1.Duration{Duration: DefaultNodeLockWait}
 	}
+	if obj.NodeQueueLimit == nil {
+		obj.NodeQueueLimit = ptr.To[int32](0)
+	}
+	if obj.SuccessEvents == nil {
+		obj.SuccessEvents = ptr.To(false)
+	}
 	if obj.DeviceConfigFile == nil {
 		obj.DeviceConfigFile = ptr.To("")
 	}

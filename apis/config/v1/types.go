@@ -33,6 +33,22 @@ type HAMiArgs struct {
 	// NodeLockWait bounds how long PreBind waits for a node locked by
 	// another pod before it fails and the pod is retried (default 30s).
 	NodeLockWait *metav1.Duration `json:"nodeLockWait,omitempty"`
+	// NodeQueueLimit is how many of this scheduler's pods may be handed
+	// over to one node at a time (holding or waiting for its node lock,
+	// until its device plugin has served them) before Score prefers nodes
+	// with shorter queues: nodes are ranked first by their queue's length
+	// divided by the limit, then by the node policy. HAMi's node lock lets
+	// a node take one pod per device-plugin round trip, so a burst sent to
+	// the few nodes binpack prefers waits in line; a small limit spreads a
+	// burst over more nodes (more nodes and cards touched), a large one
+	// keeps the policy's order. 0 (default): no limit, HAMi's order.
+	NodeQueueLimit *int32 `json:"nodeQueueLimit,omitempty"`
+	// SuccessEvents makes the plugin record HAMi's FilteringSucceed and
+	// BindingSucceed events on every pod it places, as HAMi's extender
+	// does. Default false: they cost two API writes per pod and say what
+	// kube-scheduler's Scheduled event says; FilteringFailed and
+	// BindingFailed are always recorded.
+	SuccessEvents *bool `json:"successEvents,omitempty"`
 	// DeviceConfigFile is HAMi's device-config.yaml (the device ConfigMap
 	// of HAMi's chart). When set it defines the vendors and their settings,
 	// and Vendors must be empty. Read once at start.

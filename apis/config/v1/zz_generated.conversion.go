@@ -57,6 +57,12 @@ func autoConvert_v1_HAMiArgs_To_config_HAMiArgs(in *HAMiArgs, out *config.HAMiAr
 	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.NodeLockWait, &out.NodeLockWait, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_int32_To_int32(&in.NodeQueueLimit, &out.NodeQueueLimit, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_Pointer_bool_To_bool(&in.SuccessEvents, &out.SuccessEvents, s); err != nil {
+		return err
+	}
 	if err := metav1.Convert_Pointer_string_To_string(&in.DeviceConfigFile, &out.DeviceConfigFile, s); err != nil {
 		return err
 	}
@@ -86,6 +92,12 @@ func autoConvert_config_HAMiArgs_To_v1_HAMiArgs(in *config.HAMiArgs, out *HAMiAr
 		return err
 	}
 	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.NodeLockWait, &out.NodeLockWait, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int32_To_Pointer_int32(&in.NodeQueueLimit, &out.NodeQueueLimit, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_bool_To_Pointer_bool(&in.SuccessEvents, &out.SuccessEvents, s); err != nil {
 		return err
 	}
 	if err := metav1.Convert_string_To_Pointer_string(&in.DeviceConfigFile, &out.DeviceConfigFile, s); err != nil {

@@ -34,6 +34,16 @@ func (in *HAMiArgs) DeepCopyInto(out *HAMiArgs) {
 		*out = new(metav1.Duration)
 		**out = **in
 	}
+	if in.NodeQueueLimit != nil {
+		in, out := &in.NodeQueueLimit, &out.NodeQueueLimit
+		*out = new(int32)
+		**out = **in
+	}
+	if in.SuccessEvents != nil {
+		in, out := &in.SuccessEvents, &out.SuccessEvents
+		*out = new(bool)
+		**out = **in
+	}
 	if in.DeviceConfigFile != nil {
 		in, out := &in.DeviceConfigFile, &out.DeviceConfigFile
 		*out = new(string)

@@ -32,6 +32,9 @@ func ValidateHAMiArgs(path *field.Path, args *config.HAMiArgs, knownVendors []st
 	if args.NodeLockWait.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("nodeLockWait"), args.NodeLockWait.Duration.String(), "must not be negative"))
 	}
+	if args.NodeQueueLimit < 0 {
+		errs = append(errs, field.Invalid(path.Child("nodeQueueLimit"), args.NodeQueueLimit, "must not be negative (0: no limit)"))
+	}
 	if args.DeviceConfigFile != "" && len(args.Vendors) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("vendors"), "must be empty when deviceConfigFile is set: the device config file defines the vendors"))
 	}

@@ -58,6 +58,8 @@ func TestValidateHAMiArgs(t *testing.T) {
 		{"nodeLockExpiry negative", func(a *config.HAMiArgs) { a.NodeLockExpiry.Duration = -time.Second }, []string{"FieldValueInvalid nodeLockExpiry"}},
 		{"nodeLockWait negative", func(a *config.HAMiArgs) { a.NodeLockWait.Duration = -time.Second }, []string{"FieldValueInvalid nodeLockWait"}},
 		{"nodeLockWait zero (fail at once)", func(a *config.HAMiArgs) { a.NodeLockWait.Duration = 0 }, nil},
+		{"nodeQueueLimit negative", func(a *config.HAMiArgs) { a.NodeQueueLimit = -1 }, []string{"FieldValueInvalid nodeQueueLimit"}},
+		{"nodeQueueLimit 1", func(a *config.HAMiArgs) { a.NodeQueueLimit = 1 }, nil},
 		{"deviceConfigFile alone", func(a *config.HAMiArgs) { a.DeviceConfigFile, a.Vendors = "/config/device-config.yaml", nil }, nil},
 		{"deviceConfigFile with vendors", func(a *config.HAMiArgs) { a.DeviceConfigFile = "/config/device-config.yaml" }, []string{"FieldValueForbidden vendors"}},
 		{"enableAscend with deviceConfigFile", func(a *config.HAMiArgs) {

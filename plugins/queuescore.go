@@ -1,0 +1,58 @@
+package plugins
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	fwk "k8s.io/kube-scheduler/framework"
+)
+
+// With nodeQueueLimit, nodes rank first by their queue's rounds (the pods
+// being handed over to the node, divided by the limit: fewer is better),
+// then by the node policy's score. Score returns both in one number,
+// policy score minus rounds x (fwk.MaxNodeScore+1), and NormalizeScore
+// maps the nodes of the fewest rounds onto the top half of the range, in
+// policy order, and every other node below them, so the weighted HAMi
+// score keeps that order ahead of the default plugins' small differences.
+
+// roundWidth separates rounds in Score's combined value.
+const roundWidth = fwk.MaxNodeScore + 1
+
+// queuedScore combines a policy score in [0, fwk.MaxNodeScore] with the
+// node's queue rounds.
+func queuedScore(policy int64, rounds int) int64 {
+	return policy - int64(rounds)*roundWidth
+}
+
+// splitQueuedScore undoes queuedScore.
+func splitQueuedScore(v int64) (policy int64, rounds int64) {
+	rounds = (fwk.MaxNodeScore - v) / roundWidth
+	return v + rounds*roundWidth, rounds
+}
+
+var _ fwk.ScoreExtensions = &Plugin{}
+
+// NormalizeScore implements fwk.ScoreExtensions (used with
+// nodeQueueLimit): nodes of the fewest rounds score 50 to 100 by policy;
+// a node k rounds behind scores at most 50/(k+1), also by policy.
+func (p *Plugin) NormalizeScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
+	if len(scores) == 0 {
+		return nil
+	}
+	fewest := int64(-1)
+	for _, s := range scores {
+		if _, r := splitQueuedScore(s.Score); fewest < 0 || r < fewest {
+			fewest = r
+		}
+	}
+	const half = fwk.MaxNodeScore / 2
+	for i := range scores {
+		policy, r := splitQueuedScore(scores[i].Score)
+		if r == fewest {
+			scores[i].Score = half + policy/2
+			continue
+		}
+		scores[i].Score = policy / 2 / (r - fewest + 1)
+	}
+	return nil
+}
