@@ -163,6 +163,8 @@ type Agent struct {
 	shared *simNode
 
 	served, started, failed, mismatched, deleted atomic.Int64
+	// handOvers times each node's passage from one pod to the next.
+	handOvers handOverLog
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -245,6 +247,7 @@ func (a *Agent) newSimNode(name string) (*simNode, error) {
 			client:     dpClient,
 			failing:    a.isFailing,
 			mismatched: &a.mismatched,
+			released:   a.handOvers.released,
 		},
 	}, nil
 }
@@ -263,6 +266,7 @@ func (a *Agent) nodeFor(name string) (*simNode, error) {
 		// Allocate is serialised per node).
 		n = &simNode{name: name, kubelet: a.shared.kubelet, dp: &devicePlugin{
 			node: name, client: a.shared.dp.client, failing: a.isFailing, mismatched: &a.mismatched,
+			released: a.handOvers.released,
 		}}
 	} else {
 		var err error
@@ -547,6 +551,7 @@ func (a *Agent) allocateAll(ctx context.Context, node *simNode, pod *corev1.Pod)
 	if _, handed := pod.Annotations[devices.BindPhase]; !handed {
 		return nil
 	}
+	a.handOvers.allocating(node.dp.node, pod.Namespace, pod.Name, time.Now())
 	for _, c := range devices.Containers(pod) {
 		if want := cardCount(c); want > 0 {
 			if err := node.dp.Allocate(ctx, pod, want); err != nil {

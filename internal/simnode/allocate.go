@@ -40,6 +40,8 @@ type devicePlugin struct {
 	// mismatched counts Allocate calls that found another pod than the
 	// one being admitted.
 	mismatched *atomic.Int64
+	// released, if set, hears each release of the node lock.
+	released func(node string, t time.Time)
 }
 
 // Allocate is HAMi v2.10's Allocate for one container request of want
@@ -168,6 +170,8 @@ func (dp *devicePlugin) finish(ctx context.Context, pod *corev1.Pod, phase strin
 	}
 	if err := dp.releaseLock(ctx, pod); err != nil {
 		logger.Error(err, "Simulated device plugin cannot release the node lock", "node", dp.node, "pod", klog.KObj(pod))
+	} else if dp.released != nil {
+		dp.released(dp.node, time.Now())
 	}
 }
 

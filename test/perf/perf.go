@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -57,9 +58,9 @@ type Options struct {
 	Nodes string
 	// Pods is the number of pods per phase.
 	Pods int
-	// Policies are the HAMi policies to run; each sets both
+	// Settings are the HAMi settings to run; each policy sets both
 	// nodeSchedulerPolicy and gpuSchedulerPolicy. Empty: binpack, spread.
-	Policies []devices.NodePolicy
+	Settings []Setting
 	// Arrivals are the HAMi arrivals to run per policy. Empty: backlog,
 	// steady.
 	Arrivals []Arrival
@@ -85,8 +86,9 @@ type Options struct {
 type Phase struct {
 	// Profile is the scheduler profile that placed the pods.
 	Profile string
-	// Policy is HAMi's node and card policy; empty for the baseline.
-	Policy  devices.NodePolicy
+	// Setting is HAMi's node and card policy and queue limit; empty for
+	// the baseline.
+	Setting Setting
 	Arrival Arrival
 	// Rate is the steady arrival rate (pods/s).
 	Rate float64
@@ -130,6 +132,14 @@ type Phase struct {
 	// and the device plugins' API calls (watches aside) took in the
 	// transport, in all: the API server's latency, not the client limit.
 	SchedulerSpent, DevicePluginSpent time.Duration
+	// HandOverP50 and HandOverP99 are quantiles of the node hand-overs
+	// that a pod was waiting for: from the device plugin releasing a
+	// node's lock to the kubelet's Allocate of the next pod on the node,
+	// counted when that pod's assignment was written before the release
+	// (its PreBind was waiting for the lock). The kubelet's admission
+	// delay is part of it. HandOvers is how many were counted.
+	HandOvers                int
+	HandOverP50, HandOverP99 time.Duration
 }
 
 // Name names the phase in tables.
@@ -137,7 +147,7 @@ func (p Phase) Name() string {
 	if p.Profile != profile.SchedulerName {
 		return "baseline " + string(p.Arrival)
 	}
-	return fmt.Sprintf("hami %s %s", p.Arrival, p.Policy)
+	return fmt.Sprintf("hami %s %s", p.Arrival, p.Setting)
 }
 
 // PodsPerSecond is the phase's throughput to Running.
@@ -178,9 +188,9 @@ type Result struct {
 func (r *Result) Baseline() Phase { return r.Phases[0] }
 
 // Find returns HAMi's phase for a policy and arrival.
-func (r *Result) Find(policy devices.NodePolicy, arrival Arrival) (Phase, bool) {
+func (r *Result) Find(setting Setting, arrival Arrival) (Phase, bool) {
 	for _, p := range r.Phases[1:] {
-		if p.Policy == policy && p.Arrival == arrival {
+		if p.Setting == setting && p.Arrival == arrival {
 			return p, true
 		}
 	}
@@ -198,8 +208,8 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Pods <= 0 {
 		return nil, fmt.Errorf("pods %d: want at least 1", opts.Pods)
 	}
-	if len(opts.Policies) == 0 {
-		opts.Policies = []devices.NodePolicy{devices.NodeBinpack, devices.NodeSpread}
+	if len(opts.Settings) == 0 {
+		opts.Settings = []Setting{{Policy: devices.NodeBinpack}, {Policy: devices.NodeSpread}}
 	}
 	if len(opts.Arrivals) == 0 {
 		opts.Arrivals = []Arrival{Backlog, Steady}
@@ -244,7 +254,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	run := func(ph Phase, args *hamiv1.HAMiArgs, containers func() []corev1.Container) error {
-		ph, problems, err := runPhase(ctx, cp, calls, args, opts.Timeout, ph, containers, progress)
+		ph, problems, err := runPhase(ctx, cp, agent, calls, args, opts.Timeout, ph, containers, progress)
 		if err != nil {
 			return err
 		}
@@ -259,15 +269,15 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}); err != nil {
 		return nil, err
 	}
-	for _, policy := range opts.Policies {
-		args := &hamiv1.HAMiArgs{NodeSchedulerPolicy: ptr.To(string(policy)), GPUSchedulerPolicy: ptr.To(string(policy))}
+	for _, setting := range opts.Settings {
+		args := setting.args()
 		for _, arrival := range opts.Arrivals {
-			ph := Phase{Profile: profile.SchedulerName, Policy: policy, Arrival: arrival, Pods: opts.Pods}
+			ph := Phase{Profile: profile.SchedulerName, Setting: setting, Arrival: arrival, Pods: opts.Pods}
 			if arrival == Steady {
 				ph.Rate = opts.Rate
 				if ph.Rate <= 0 {
 					ph.Rate = 10
-					if b, ok := r.Find(policy, Backlog); ok && b.PodsPerSecond() > 0 {
+					if b, ok := r.Find(setting, Backlog); ok && b.PodsPerSecond() > 0 {
 						ph.Rate = math.Round(b.PodsPerSecond()*5) / 10
 					}
 				}
@@ -296,18 +306,27 @@ type nodeCalls struct {
 type podTimes struct {
 	mu                     sync.Mutex
 	bound, running, failed map[string]time.Time
-	pods                   int
-	done                   chan struct{}
+	// handed is when the pod's assignment (bind-phase allocating) was
+	// first seen: HAMi's PreBind writes it before it waits for the lock.
+	handed map[string]time.Time
+	pods   int
+	done   chan struct{}
 }
 
 func (t *podTimes) observe(obj any) {
 	p, ok := obj.(*corev1.Pod)
-	if !ok || p.Spec.NodeName == "" {
+	if !ok {
 		return
 	}
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if _, seen := t.handed[p.Name]; !seen && p.Annotations[devices.BindPhase] == devices.BindPhaseAllocating {
+		t.handed[p.Name] = now
+	}
+	if p.Spec.NodeName == "" {
+		return
+	}
 	if _, seen := t.bound[p.Name]; !seen {
 		t.bound[p.Name] = now
 	}
@@ -328,9 +347,9 @@ func (t *podTimes) observe(obj any) {
 // scheduler starts for a backlog, at the phase's rate after it for steady
 // arrivals), measures until every pod is Running or failed, then deletes
 // them. problems are accounting problems found before the deletion.
-func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCalls, args *hamiv1.HAMiArgs, timeout time.Duration,
+func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode.Agent, calls *nodeCalls, args *hamiv1.HAMiArgs, timeout time.Duration,
 	ph Phase, containers func() []corev1.Container, progress io.Writer) (_ Phase, problems []string, _ error) {
-	namespace := strings.ReplaceAll(ph.Name(), " ", "-")
+	namespace := strings.NewReplacer(" ", "-", "/", "-").Replace(ph.Name())
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
 		return ph, nil, err
 	}
@@ -350,7 +369,8 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 	}
 
 	times := &podTimes{bound: map[string]time.Time{}, running: map[string]time.Time{}, failed: map[string]time.Time{},
-		pods: ph.Pods, done: make(chan struct{})}
+		handed: map[string]time.Time{}, pods: ph.Pods, done: make(chan struct{})}
+	agent.TakeHandOvers()
 	factory := informers.NewSharedInformerFactoryWithOptions(cp.Client, 0, informers.WithNamespace(namespace))
 	if _, err := factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: times.observe, UpdateFunc: func(_, obj any) { times.observe(obj) },
@@ -426,6 +446,7 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 			lastBound = at
 		}
 	}
+	handed := maps.Clone(times.handed)
 	times.mu.Unlock()
 	if !lastBound.IsZero() {
 		ph.BindElapsed = lastBound.Sub(created[0])
@@ -443,6 +464,8 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 	ph.Scheduler = delta(nil, schedCalls.snapshot())
 	ph.DevicePlugin = delta(dpBefore, calls.devicePlugin.snapshot())
 	ph.Kubelet = delta(kubeletBefore, calls.kubelet.snapshot())
+	gaps := waitedHandOvers(agent.TakeHandOvers(), namespace, handed)
+	ph.HandOvers, ph.HandOverP50, ph.HandOverP99 = len(gaps), quantile(gaps, 0.50), quantile(gaps, 0.99)
 	ph.SchedulerSpent, ph.DevicePluginSpent = schedCalls.spentSoFar(), calls.devicePlugin.spentSoFar()-dpSpentBefore
 	scheduled, err := attempts(ph.Profile, "scheduled")
 	if err != nil {
@@ -477,6 +500,21 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, calls *nodeCal
 		ph.Packing = wholeCardPacking(allNodes.Items, pods.Items)
 	}
 	return ph, problems, deletePods(ctx, cp.Client, namespace)
+}
+
+// waitedHandOvers returns the hand-overs of the namespace's pods that the
+// pod was waiting for: it was handed over (handed) before the node's lock
+// was released.
+func waitedHandOvers(all []simnode.HandOver, namespace string, handed map[string]time.Time) []time.Duration {
+	var gaps []time.Duration
+	for _, h := range all {
+		at, ok := handed[h.Name]
+		if h.Namespace != namespace || !ok || h.Released.IsZero() || !at.Before(h.Released) {
+			continue
+		}
+		gaps = append(gaps, h.AllocateStarted.Sub(h.Released))
+	}
+	return gaps
 }
 
 // Scheduler metrics read besides the attempts.
@@ -716,7 +754,7 @@ func mixedRequest(rng *rand.Rand) gpuRequest {
 // Print writes the run as a table, one column per phase.
 func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "End-to-end: %s; %d pods per phase\n%s\n", r.Options.Nodes, r.Options.Pods, r.NodeSide)
-	fmt.Fprintln(w, "policy P: nodeSchedulerPolicy=P and gpuSchedulerPolicy=P; time to Running from the scheduler's start (backlog) or the pod's creation (steady)")
+	fmt.Fprintln(w, "policy P: nodeSchedulerPolicy=P and gpuSchedulerPolicy=P; P/qN: and nodeQueueLimit=N; time to Running from the scheduler's start (backlog) or the pod's creation (steady)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(name string, f func(Phase) string) {
 		fmt.Fprintf(tw, "%s\t", name)
@@ -753,6 +791,12 @@ func (r *Result) Print(w io.Writer) {
 		return fmt.Sprintf("%s (%.0f%%)", (time.Duration(p.Algorithm.sum * float64(time.Second))).Round(time.Millisecond), busy)
 	})
 	row("PreBind mean", func(p Phase) string { return p.PreBind.mean().Round(time.Millisecond).String() })
+	row("node hand-over p50 / p99 (count)", func(p Phase) string {
+		if p.HandOvers == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s / %s (%d)", p.HandOverP50.Round(time.Millisecond), p.HandOverP99.Round(time.Millisecond), p.HandOvers)
+	})
 	row("scheduler writes/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(true)), float64(p.Bound)) })
 	row("scheduler reads/pod", func(p Phase) string { return ratio(float64(p.Scheduler.total(false)), float64(p.Bound)) })
 	row("device plugin calls/pod", func(p Phase) string { return ratio(float64(p.DevicePlugin.calls()), float64(p.Bound)) })

@@ -22,7 +22,7 @@ var (
 	cardsFlag  = flag.Int("cards", 8, "BenchmarkThroughput: cards per node")
 	modelFlag  = flag.String("model", "NVIDIA A100 40 GiB, split 10", "BenchmarkThroughput: card model, memory and split")
 	podsFlag   = flag.Int("pods", 1000, "BenchmarkThroughput: pods per phase")
-	policyFlag = flag.String("policies", "binpack,spread", "BenchmarkThroughput: HAMi policies to run, each setting the node and the card policy")
+	policyFlag = flag.String("policies", "binpack,spread", "BenchmarkThroughput: HAMi settings to run: a policy (binpack, spread) setting the node and the card policy, optionally with /qN for nodeQueueLimit N (e.g. binpack/q1)")
 	arrivals   = flag.String("arrivals", "backlog,steady", "BenchmarkThroughput: HAMi arrivals to run: backlog, steady")
 	rateFlag   = flag.Float64("rate", 0, "BenchmarkThroughput: steady arrival rate in pods/s (0: half the same policy's backlog pods/s)")
 	nodeSide   = flag.String("node-side", "faithful", "BenchmarkThroughput: simulated device plugins and kubelets: faithful (HAMi's client limits, admission delay) or fast")
@@ -87,7 +87,11 @@ func BenchmarkThroughput(b *testing.B) {
 		b.Fatalf("-node-side=%s: want faithful or fast", *nodeSide)
 	}
 	for p := range strings.SplitSeq(*policyFlag, ",") {
-		opts.Policies = append(opts.Policies, devices.NodePolicy(strings.TrimSpace(p)))
+		s, err := ParseSetting(p)
+		if err != nil {
+			b.Fatalf("-policies: %v", err)
+		}
+		opts.Settings = append(opts.Settings, s)
 	}
 	for a := range strings.SplitSeq(*arrivals, ",") {
 		opts.Arrivals = append(opts.Arrivals, Arrival(strings.TrimSpace(a)))
@@ -103,7 +107,7 @@ func BenchmarkThroughput(b *testing.B) {
 	r.Print(os.Stdout)
 	b.ReportMetric(r.Baseline().PodsPerSecond(), "baseline-pods/s")
 	for _, p := range r.Phases[1:] {
-		b.ReportMetric(p.PodsPerSecond(), fmt.Sprintf("%s-%s-pods/s", p.Arrival, p.Policy))
+		b.ReportMetric(p.PodsPerSecond(), fmt.Sprintf("%s-%s-pods/s", p.Arrival, strings.ReplaceAll(p.Setting.String(), "/", "-")))
 	}
 	b.ReportMetric(0, "ns/op")
 	if len(r.Overcommitted) > 0 {
@@ -122,7 +126,7 @@ func BenchmarkThroughput(b *testing.B) {
 // order.
 func TestThroughputSmoke(t *testing.T) {
 	r, err := Run(t.Context(), Options{Nodes: "8 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", Pods: 20, Seed: 7, Timeout: 2 * time.Minute,
-		Policies: []devices.NodePolicy{devices.NodeBinpack, devices.NodeSpread}, Arrivals: []Arrival{Backlog, Steady}, Rate: 20,
+		Settings: []Setting{{Policy: devices.NodeBinpack}, {Policy: devices.NodeSpread, QueueLimit: 2}}, Arrivals: []Arrival{Backlog, Steady}, Rate: 20,
 		NodeSide: simnode.Options{DevicePluginQPS: 50, DevicePluginBurst: 100}})
 	if err != nil {
 		t.Fatal(err)
@@ -163,6 +167,15 @@ func TestThroughputSmoke(t *testing.T) {
 		if got := ph.DevicePlugin.calls(); got < 8*int64(ph.Pods) {
 			t.Errorf("%s: %d device plugin calls, want at least 8 per pod", ph.Name(), got)
 		}
+		// The lock is read from the informers' stores, not polled.
+		if got := ph.Scheduler.total(false); got*2 > int64(ph.Pods) {
+			t.Errorf("%s: %d scheduler reads, want at most 0.5 per pod (%s)", ph.Name(), got, ph.Scheduler.breakdown(false, ph.Bound))
+		}
+	}
+	// A binpack backlog queues its pods on one node: their hand-overs are
+	// measured.
+	if ph, ok := r.Find(Setting{Policy: devices.NodeBinpack}, Backlog); !ok || ph.HandOvers == 0 || ph.HandOverP99 < ph.HandOverP50 {
+		t.Errorf("binpack backlog: %d hand-overs measured, p50 %s, p99 %s", ph.HandOvers, ph.HandOverP50, ph.HandOverP99)
 	}
 	if b := r.Baseline(); b.Scheduler["PATCH nodes"] != 0 || b.Profile != profile.DefaultSchedulerName || b.DevicePlugin.calls() != 0 {
 		t.Errorf("baseline profile %q patched nodes %d times, device plugin calls %d; want %s, never, none",
