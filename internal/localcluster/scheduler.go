@@ -92,6 +92,11 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	}
 	c := rest.CopyConfig(cfg)
 	c.UserAgent = "hami-scheduler"
+	// The client is limited as the shipped configuration limits
+	// hami-scheduler's (clientConnection), for both profiles.
+	if c.QPS, c.Burst, err = profile.ClientLimits(); err != nil {
+		return nil, err
+	}
 	if opts.WrapTransport != nil {
 		c.Wrap(opts.WrapTransport)
 	}

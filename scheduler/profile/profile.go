@@ -132,6 +132,20 @@ func Profiles(args *hamiv1.HAMiArgs, withDefault bool) ([]config.KubeSchedulerPr
 	return internal.Profiles, nil
 }
 
+// ClientLimits are the QPS and burst of the scheduler's API client in the
+// shipped configuration (clientConnection).
+func ClientLimits() (qps float32, burst int, err error) {
+	versioned, err := Versioned(nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	cfg, err := Internal(versioned)
+	if err != nil {
+		return 0, 0, err
+	}
+	return cfg.ClientConnection.QPS, int(cfg.ClientConnection.Burst), nil
+}
+
 // Internal defaults and converts a versioned configuration the way
 // kube-scheduler does when it loads its config file, and validates it.
 func Internal(versioned *configv1.KubeSchedulerConfiguration) (*config.KubeSchedulerConfiguration, error) {
