@@ -29,8 +29,10 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 // the emptiest. Vendor scores (e.g. Ascend's NetworkID topology) are added
 // before the policy applies, as HAMi adds ScoreNode to its node score.
 // HAMi's points (base 0-30) are scaled onto 0 to fwk.MaxNodeScore and
-// capped. A pod PreFilter skipped scores 0 everywhere (PreScore normally
-// spares it the call).
+// capped. A pod asking a vendor with a policy-aware score (MetaX,
+// Kunlunxin) is scored by HAMi's sum instead (vendorscore.go). A pod
+// PreFilter skipped scores 0 everywhere (PreScore normally spares it the
+// call).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil {
@@ -43,6 +45,10 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 	if !ok {
 		return 0, fwk.NewStatus(fwk.Error, "node was not filtered by "+Name)
 	}
+	if p.policyScored(s) {
+		// MetaX/Kunlunxin: HAMi's sum, ranked by NormalizeScore.
+		return p.policyScore(s, fit, nodeInfo.Node()), nil
+	}
 	score := int64(fit.score*float32(fwk.MaxNodeScore)/devices.MaxNodeScore + 0.5)
 	score = min(max(score, 0), fwk.MaxNodeScore)
 	if s.nodePolicy == devices.NodeSpread {
@@ -51,5 +57,7 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 	return score, nil
 }
 
-// ScoreExtensions implements fwk.ScorePlugin; scores are already in range.
-func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return nil }
+// ScoreExtensions implements fwk.ScorePlugin: NormalizeScore
+// (vendorscore.go) ranks the pods with policy-aware vendor scores; other
+// pods' scores are already in range.
+func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return p }
