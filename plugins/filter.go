@@ -102,6 +102,7 @@ func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (fit *
 		if ns, ok := v.(devices.NodeScorer); ok {
 			vendorScore += ns.ScoreAssignment(cards, a)
 		}
+		vendorScore += placementScore(s.nodePolicy, pod, v, cards, used, a)
 	}
 	fit.score = tally.Score() + float32(vendorScore)
 	return fit, nil, ""

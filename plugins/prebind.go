@@ -68,6 +68,11 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	s.mu.Lock()
 	s.handedOver = nodeName
 	s.mu.Unlock()
+	// Vendors with a lock of their own (Cambricon's), see vendorlock.go;
+	// Unreserve releases them.
+	if st := p.takeVendorLocks(ctx, state, pod, nodeName, s.requests); st != nil {
+		return st
+	}
 	// One lock for the pod, however many vendors it asks (HAMi's vendors
 	// share hami.io/mutex.lock), and only when a regular container asks:
 	// HAMi's LockNode looks at spec.containers alone.
@@ -87,9 +92,9 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 // regularAsks reports whether a regular (not init) container of the pod
 // asks for a device of a vendor that takes HAMi's node lock
 // hami.io/mutex.lock: every vendor but those whose devices.NodeLocker names
-// another lock or none (Cambricon's own cambricon.com/dsmlu.lock is not
-// taken: its device plugin never releases hami.io/mutex.lock). requests are
-// index-aligned with vendors.
+// another lock or none (Cambricon's device plugin releases its own
+// cambricon.com/dsmlu.lock, taken by takeVendorLocks, never
+// hami.io/mutex.lock). requests are index-aligned with vendors.
 func regularAsks(vendors []devices.Vendor, requests []devices.PodRequest) bool {
 	for i := range requests {
 		if i < len(vendors) {

@@ -1,9 +1,6 @@
 package plugins
 
 import (
-	"context"
-
-	corev1 "k8s.io/api/core/v1"
 	fwk "k8s.io/kube-scheduler/framework"
 )
 
@@ -30,15 +27,11 @@ func splitQueuedScore(v int64) (policy int64, rounds int64) {
 	return v + rounds*roundWidth, rounds
 }
 
-var _ fwk.ScoreExtensions = &Plugin{}
-
-// NormalizeScore implements fwk.ScoreExtensions (used with
-// nodeQueueLimit): nodes of the fewest rounds score 50 to 100 by policy;
-// a node k rounds behind scores at most 50/(k+1), also by policy.
-func (p *Plugin) NormalizeScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
-	if len(scores) == 0 {
-		return nil
-	}
+// normalizeQueuedScores brings Score's combined values (nodeQueueLimit)
+// into range: nodes of the fewest rounds score 50 to 100 by policy; a node
+// k rounds behind scores at most 50/(k+1), also by policy. scores is not
+// empty.
+func normalizeQueuedScores(scores fwk.NodeScoreList) {
 	fewest := int64(-1)
 	for _, s := range scores {
 		if _, r := splitQueuedScore(s.Score); fewest < 0 || r < fewest {
@@ -54,5 +47,4 @@ func (p *Plugin) NormalizeScore(ctx context.Context, state fwk.CycleState, pod *
 		}
 		scores[i].Score = policy / 2 / (r - fewest + 1)
 	}
-	return nil
 }

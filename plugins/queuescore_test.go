@@ -44,10 +44,7 @@ func TestNormalizeScoreRanksRoundsFirst(t *testing.T) {
 			for name, v := range tt.in {
 				scores = append(scores, fwk.NodeScore{Name: name, Score: queuedScore(v[0], int(v[1]))})
 			}
-			p := &Plugin{}
-			if st := p.NormalizeScore(t.Context(), nil, nil, scores); !st.IsSuccess() {
-				t.Fatal(st)
-			}
+			normalizeQueuedScores(scores)
 			for _, s := range scores {
 				if s.Score != tt.want[s.Name] || s.Score < 0 || s.Score > fwk.MaxNodeScore {
 					t.Errorf("%s: %d, want %d", s.Name, s.Score, tt.want[s.Name])
@@ -90,10 +87,8 @@ func TestNodeQueueLimit(t *testing.T) {
 				t.Fatal(st)
 			}
 			scores := h.scores(state, pod, busy, idle)
-			if ext := h.plugin.ScoreExtensions(); ext != nil {
-				if st := ext.NormalizeScore(h.ctx, state, pod, scores); !st.IsSuccess() {
-					t.Fatal(st)
-				}
+			if st := h.plugin.ScoreExtensions().NormalizeScore(h.ctx, state, pod, scores); !st.IsSuccess() {
+				t.Fatal(st)
 			}
 			if got := scores[0].Score > scores[1].Score; got != tt.wantBusyFirst {
 				t.Errorf("scores %v: busy first = %v, want %v", scores, got, tt.wantBusyFirst)

@@ -32,7 +32,8 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 
 // Unreserve forgets the assumed cards when the pod does not get bound and,
 // when PreBind already handed the pod to the node, marks that assignment
-// failed and releases the node lock. It is idempotent and harmless for pods
+// failed and releases the node lock; vendor locks PreBind took (Cambricon's)
+// are released either way. It is idempotent and harmless for pods
 // this plugin did not reserve, and does nothing for pods PreFilter skipped.
 func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) {
 	s, err := readState(state)
@@ -48,5 +49,6 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 	if handedOver != "" {
 		p.undoHandOver(ctx, pod, handedOver)
 	}
+	p.releaseVendorLocks(ctx, state, pod)
 	klog.FromContext(ctx).V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 }

@@ -71,8 +71,10 @@ func TestPodsAskingNoDeviceAreSkippedEverywhere(t *testing.T) {
 			if score, st := h.plugin.Score(h.ctx, state, pod, ni); !st.IsSuccess() || score != 0 {
 				t.Errorf("Score = %d, %v; want 0, success", score, st)
 			}
-			if ext := h.plugin.ScoreExtensions(); ext != nil {
-				t.Errorf("ScoreExtensions = %v, want none (no NormalizeScore)", ext)
+			// NormalizeScore (policy-aware vendor scores) leaves it alone.
+			scores := fwk.NodeScoreList{{Name: "n1", Score: 7}}
+			if st := h.plugin.ScoreExtensions().NormalizeScore(h.ctx, state, pod, scores); !st.IsSuccess() || scores[0].Score != 7 {
+				t.Errorf("NormalizeScore = %v, score %d; want success, 7 unchanged", st, scores[0].Score)
 			}
 			if st := h.plugin.Reserve(h.ctx, state, pod, "n1"); !st.IsSuccess() {
 				t.Errorf("Reserve: %v", st)

@@ -374,8 +374,7 @@ func interconnect(isFree func(int) bool, n int) []int {
 // ScorePlacement is HAMi's whole-XPU node score (topo.go calcscore): the
 // change in "bubbles" between the cards in use before the pod and the
 // pod's own cards: 3000, 2000, 1000 or 0. usedBefore is the usage before
-// the pod; devices.NodeScorer does not pass it, so the plugin must call
-// this (see the package README).
+// the pod. It implements devices.PlacementScorer.
 func (v *Vendor) ScorePlacement(cards []devices.Card, usedBefore []devices.Usage, a devices.Assignment) float64 {
 	var prev, cur []int
 	for i := range cards {

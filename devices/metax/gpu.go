@@ -221,9 +221,8 @@ func asking(rs []devices.Request) int {
 // ScoreNode is HAMi's MetaX GPU node score: under node binpack 2000 minus
 // the loss the node's LossAnnotation gives for the pod's total card count,
 // under spread 2000 minus the ScoreAnnotation value; a missing or
-// unreadable entry counts 0, a missing annotation scores 0. It needs the
-// node and the node policy, which devices.NodeScorer does not pass: the
-// plugin must call it (see the package README).
+// unreadable entry counts 0, a missing annotation scores 0. It implements
+// devices.NodeAnnotationScorer.
 func (v *GPUVendor) ScoreNode(node *corev1.Node, policy devices.NodePolicy, a devices.Assignment) float64 {
 	total := 0
 	a.Grants(func(devices.Grant) { total++ })

@@ -422,8 +422,7 @@ func (v *SGPUVendor) AssignmentExtras(pod *corev1.Pod, a devices.Assignment, now
 // where F, A and R are the MetaLink pair scores of the cards free before
 // the pod, the exclusive cards chosen, and the free cards left; else 0.
 // HAMi multiplies it by 10000, and by -10000 under node spread. used is
-// the usage before the pod. devices.NodeScorer passes neither the pod nor
-// the usage: the plugin must call this (see the package README).
+// the usage before the pod. It implements devices.PolicyNeutralScorer.
 func (v *SGPUVendor) ScorePlacement(pod *corev1.Pod, cards []devices.Card, used []devices.Usage, a devices.Assignment) float64 {
 	var chosen []int // card indexes of exclusive grants
 	a.Grants(func(g devices.Grant) {

@@ -48,11 +48,16 @@ func TestProfiles(t *testing.T) {
 		args        *hamiv1.HAMiArgs
 		withDefault bool
 		wantIgnored []string
-		wantPolicy  string
-		wantErr     string
+		// wantIgnoredHas, when set, are some of the ignored resources.
+		wantIgnoredHas []string
+		wantPolicy     string
+		wantErr        string
 	}{
+		// The shipped list covers every vendor (manifests' routing test
+		// checks all of it).
 		{name: "defaults", withDefault: true, wantPolicy: "binpack",
-			wantIgnored: []string{"nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"}},
+			wantIgnoredHas: []string{"nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority",
+				"cambricon.com/mlu.smlu.vmemory", "metax-tech.com/vmemory", "huawei.com/Ascend910B3-memory", "kunlunxin.com/vxpu-memory"}},
 		{name: "renamed resources follow the vendor config", args: custom,
 			wantIgnored: []string{"example.com/vram", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"},
 			wantPolicy:  "spread"},
@@ -94,6 +99,14 @@ func TestProfiles(t *testing.T) {
 			for _, pc := range hami.PluginConfig {
 				switch args := pc.Args.(type) {
 				case *config.NodeResourcesFitArgs:
+					for _, name := range tt.wantIgnoredHas {
+						if !slices.Contains(args.IgnoredResources, name) {
+							t.Errorf("NodeResourcesFit ignoredResources %v lack %s", args.IgnoredResources, name)
+						}
+					}
+					if tt.wantIgnoredHas != nil {
+						continue
+					}
 					if diff := cmp.Diff(tt.wantIgnored, args.IgnoredResources); diff != "" {
 						t.Errorf("NodeResourcesFit ignoredResources (-want +got):\n%s", diff)
 					}

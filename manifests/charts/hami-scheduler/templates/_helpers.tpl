@@ -102,8 +102,10 @@ profiles:
   pluginConfig:
   - name: NodeResourcesFit
     args:
-      # Nodes advertise only nvidia.com/gpu (cards x split count); the share
-      # of each card a container asks for is HAMi's business.
+      # Nodes do not advertise the share of a card a container asks for
+      # (memory, cores, ...), nor some vendors' counts: every vendor's are
+      # HAMi's business, as HAMi's extender marks them ignoredByScheduler.
+      # Nodes advertise nvidia.com/gpu (cards x split count), checked here.
       ignoredResources:
       {{- toYaml .Values.scheduler.ignoredResources | nindent 6 }}
 {{- with include "hami-scheduler.pluginArgs" . }}
@@ -124,4 +126,12 @@ profiles:
   #       defaultMemoryMiB: 0          # 0: the whole card
   #       defaultCores: 0
 {{- end }}
+{{- end -}}
+
+{{/* webhook.resourcePrefixes as a CEL list literal (JSON strings are CEL strings). */}}
+{{- define "hami-scheduler.resourcePrefixes" -}}
+{{- if not .Values.webhook.resourcePrefixes -}}
+{{- fail "webhook.resourcePrefixes must name at least one resource prefix" -}}
+{{- end -}}
+{{ toJson .Values.webhook.resourcePrefixes }}
 {{- end -}}

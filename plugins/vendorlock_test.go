@@ -1,0 +1,267 @@
+package plugins
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
+
+	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/cambricon"
+	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+)
+
+// cambriconConfig is a HAMi device-config.yaml enabling NVIDIA and
+// Cambricon (the chart's names).
+const cambriconConfig = `nvidia:
+  resourceCountName: nvidia.com/gpu
+  resourceMemoryName: nvidia.com/gpumem
+  resourceCoreName: nvidia.com/gpucores
+  defaultGPUNum: 1
+cambricon:
+  resourceCountName: cambricon.com/vmlu
+  resourceMemoryName: cambricon.com/mlu.smlu.vmemory
+  resourceCoreName: cambricon.com/mlu.smlu.vcore
+`
+
+// cambriconArgs are plugin args reading cambriconConfig.
+func cambriconArgs(t *testing.T) *configv1.HAMiArgs {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "device-config.yaml")
+	if err := os.WriteFile(path, []byte(cambriconConfig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return &configv1.HAMiArgs{DeviceConfigFile: &path}
+}
+
+// withMLUs gives a node Cambricon's capacities: 4 MLUs of 24576 MiB.
+func withMLUs(node *corev1.Node) *corev1.Node {
+	if node.Status.Capacity == nil {
+		node.Status.Capacity = corev1.ResourceList{}
+	}
+	node.Status.Capacity[cambricon.DefaultCoresName] = resource.MustParse("400")
+	node.Status.Capacity[cambricon.DefaultMemoryName] = resource.MustParse("384")
+	return node
+}
+
+func mlu(count int64) corev1.ResourceList {
+	return corev1.ResourceList{
+		cambricon.DefaultCountName:  *resource.NewQuantity(count, resource.DecimalSI),
+		cambricon.DefaultMemoryName: resource.MustParse("20"),
+		cambricon.DefaultCoresName:  resource.MustParse("10"),
+	}
+}
+
+// TestVendorLockTimeVersusExpiry: the 2-minute rule is HAMi's Cambricon
+// one.
+func TestVendorLockTimeVersusExpiry(t *testing.T) {
+	if vendorLockExpiry != cambricon.LockExpiry {
+		t.Errorf("vendorLockExpiry = %v, Cambricon's is %v", vendorLockExpiry, cambricon.LockExpiry)
+	}
+}
+
+// TestPreBindTakesCambriconLock: PreBind of a pod asking for MLUs takes
+// cambricon.com/dsmlu.lock the HAMi way (free, older than 2 minutes or,
+// unlike HAMi, unreadable: set to now; younger: the bind fails and nothing
+// is written), besides hami.io/mutex.lock when NVIDIA is asked too.
+func TestPreBindTakesCambriconLock(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name       string
+		lock       string // "": none
+		noMap      bool   // the node has no annotations at all
+		pod        *corev1.Pod
+		wantErr    string
+		wantVendor bool // cambricon.com/dsmlu.lock set by this PreBind
+		wantShared bool // hami.io/mutex.lock taken
+	}{
+		{name: "free node", pod: gpuPod("p", mlu(1)), wantVendor: true},
+		{name: "node without annotations", noMap: true, pod: gpuPod("p", mlu(1)), wantVendor: true},
+		{name: "expired lock is replaced", lock: now.Add(-3 * time.Minute).Format(time.RFC3339), pod: gpuPod("p", mlu(1)), wantVendor: true},
+		{name: "lock within 2 minutes", lock: now.Add(-30 * time.Second).Format(time.RFC3339), pod: gpuPod("p", mlu(1)),
+			wantErr: "node lock held: taken at"},
+		{name: "unreadable lock is replaced", lock: "yesterday", pod: gpuPod("p", mlu(1)), wantVendor: true},
+		{name: "NVIDIA and Cambricon take both", pod: gpuPod("p", merge(gpu(1, 1000, 0), mlu(1))), wantVendor: true, wantShared: true},
+		{name: "NVIDIA alone takes the shared lock only", pod: gpuPod("p", gpu(1, 1000, 0)), wantShared: true},
+		{name: "busy vendor lock takes no shared lock", lock: now.Format(time.RFC3339), pod: gpuPod("p", merge(gpu(1, 1000, 0), mlu(1))),
+			wantErr: "node lock held"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			node := withMLUs(eightCardNode("n1"))
+			if tt.lock != "" {
+				node.Annotations[cambricon.LockAnnotation] = tt.lock
+			}
+			if tt.noMap {
+				node.Annotations = nil
+			}
+			h := newHarness(t, cambriconArgs(t), node, tt.pod)
+			state := h.schedule(tt.pod, "n1")
+			before := time.Now().Add(-time.Second)
+			st := h.plugin.PreBind(h.ctx, state, tt.pod, "n1")
+			got, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+			pod, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+			if tt.wantErr != "" {
+				if st.IsSuccess() || !strings.Contains(st.Message(), tt.wantErr) || !strings.Contains(st.Message(), cambricon.LockAnnotation) {
+					t.Fatalf("PreBind = %v, want an error naming %s and containing %q", st, cambricon.LockAnnotation, tt.wantErr)
+				}
+				if v := got.Annotations[cambricon.LockAnnotation]; v != tt.lock {
+					t.Errorf("lock = %q, want it left at %q", v, tt.lock)
+				}
+				if _, ok := got.Annotations[devices.NodeLock]; ok {
+					t.Error("hami.io/mutex.lock taken by a failed PreBind")
+				}
+				// The assignment is written before the locks; Unreserve
+				// marks it failed so no device plugin serves it.
+				h.plugin.Unreserve(h.ctx, state, tt.pod, "n1")
+				pod, _ = h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+				if phase := pod.Annotations[devices.BindPhase]; phase != devices.BindPhaseFailed {
+					t.Errorf("bind phase %q after a failed PreBind and Unreserve, want %s", phase, devices.BindPhaseFailed)
+				}
+				return
+			}
+			if !st.IsSuccess() {
+				t.Fatalf("PreBind: %v", st)
+			}
+			v, held := got.Annotations[cambricon.LockAnnotation]
+			if held != tt.wantVendor {
+				t.Fatalf("%s held = %v (%q), want %v", cambricon.LockAnnotation, held, v, tt.wantVendor)
+			}
+			if held {
+				at, err := time.Parse(time.RFC3339, v)
+				if err != nil || at.Before(before.Truncate(time.Second)) {
+					t.Errorf("lock = %q, want the RFC3339 time of this PreBind", v)
+				}
+			}
+			if _, shared := got.Annotations[devices.NodeLock]; shared != tt.wantShared {
+				t.Errorf("hami.io/mutex.lock held = %v, want %v", shared, tt.wantShared)
+			}
+			if pod.Annotations[devices.BindPhase] != devices.BindPhaseAllocating {
+				t.Errorf("pod bind-phase = %q, want it handed over", pod.Annotations[devices.BindPhase])
+			}
+		})
+	}
+}
+
+// TestCambriconLockOnlyForRegularContainers: as HAMi's LockNode, an MLU
+// asked by an init container alone takes no Cambricon lock.
+func TestCambriconLockOnlyForRegularContainers(t *testing.T) {
+	pod := gpuPod("p", nil)
+	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Limits: mlu(1)}}}
+	h := newHarness(t, cambriconArgs(t), withMLUs(eightCardNode("n1")), pod)
+	state := h.schedule(pod, "n1")
+	if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); !st.IsSuccess() {
+		t.Fatalf("PreBind: %v", st)
+	}
+	got, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+	if v, held := got.Annotations[cambricon.LockAnnotation]; held {
+		t.Errorf("init-only MLU pod took %s = %q", cambricon.LockAnnotation, v)
+	}
+}
+
+// TestCambriconLockReleasedOnFailure: when the pod patch or the binding
+// fails, Unreserve deletes the Cambricon lock the pod took, as HAMi deletes
+// it when its bind fails; a lock no longer the pod's is left alone.
+func TestCambriconLockReleasedOnFailure(t *testing.T) {
+	tests := []struct {
+		name string
+		// failPatch fails PreBind's pod patch; else PreBind succeeds and
+		// the binding fails.
+		failPatch bool
+		// retake replaces the lock before Unreserve (its device plugin
+		// released it, another pod took it).
+		retake   string
+		wantLock string // "": none
+	}{
+		{name: "pod patch fails: written first, no lock taken", failPatch: true},
+		{name: "binding fails"},
+		{name: "lock taken by another pod since", retake: "2030-01-01T00:00:00Z", wantLock: "2030-01-01T00:00:00Z"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := gpuPod("p", merge(gpu(1, 1000, 0), mlu(1)))
+			h := newHarness(t, cambriconArgs(t), withMLUs(eightCardNode("n1")), pod)
+			state := h.schedule(pod, "n1")
+			if tt.failPatch {
+				h.client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, errors.New("apiserver unavailable")
+				})
+				if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); st.IsSuccess() {
+					t.Fatal("PreBind succeeded despite the failing pod patch")
+				}
+				// The assignment is written first: no lock was taken.
+				node, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+				if v, held := node.Annotations[cambricon.LockAnnotation]; held {
+					t.Errorf("%s = %q taken although the pod patch failed first", cambricon.LockAnnotation, v)
+				}
+				return
+			} else if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); !st.IsSuccess() {
+				t.Fatalf("PreBind: %v", st)
+			}
+			// Taken by PreBind, even a failed one, until Unreserve.
+			node, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+			if _, held := node.Annotations[cambricon.LockAnnotation]; !held {
+				t.Fatalf("PreBind took no %s", cambricon.LockAnnotation)
+			}
+			if tt.retake != "" {
+				node, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+				node.Annotations[cambricon.LockAnnotation] = tt.retake
+				if _, err := h.client.CoreV1().Nodes().Update(h.ctx, node, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			h.plugin.Unreserve(h.ctx, state, pod, "n1")
+			node, _ = h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+			if got := node.Annotations[cambricon.LockAnnotation]; got != tt.wantLock {
+				t.Errorf("%s = %q after Unreserve, want %q", cambricon.LockAnnotation, got, tt.wantLock)
+			}
+			if lock, held := node.Annotations[devices.NodeLock]; held {
+				t.Errorf("hami.io/mutex.lock %q left after Unreserve", lock)
+			}
+		})
+	}
+}
+
+// TestOwnLockKeys: only vendors with a lock of their own, asked by a
+// regular container, and each key once.
+func TestOwnLockKeys(t *testing.T) {
+	mluVendor, err := cambricon.New(devices.Config{Name: "cambricon"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpuVendor, err := nvidia.New(devices.Config{Name: "nvidia"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asks := devices.PodRequest{Containers: []devices.Request{{Count: 1}}}
+	initOnly := devices.PodRequest{Containers: []devices.Request{{Count: 1}, {}}, Inits: 1}
+	tests := []struct {
+		name     string
+		vendors  []devices.Vendor
+		requests []devices.PodRequest
+		want     []string
+	}{
+		{"cambricon", []devices.Vendor{gpuVendor, mluVendor}, []devices.PodRequest{{}, asks}, []string{cambricon.LockAnnotation}},
+		{"nvidia only", []devices.Vendor{gpuVendor, mluVendor}, []devices.PodRequest{asks, {}}, nil},
+		{"init container only", []devices.Vendor{mluVendor}, []devices.PodRequest{initOnly}, nil},
+		{"same key once", []devices.Vendor{mluVendor, mluVendor}, []devices.PodRequest{asks, asks}, []string{cambricon.LockAnnotation}},
+		{"more requests than vendors", []devices.Vendor{gpuVendor}, []devices.PodRequest{asks, asks}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ownLockKeys(tt.vendors, tt.requests)
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("ownLockKeys = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
