@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
@@ -52,5 +54,12 @@ func TestParseSetting(t *testing.T) {
 		if err == nil && got.String() != strings.TrimSpace(tt.in) {
 			t.Errorf("String() = %q, want %q", got.String(), strings.TrimSpace(tt.in))
 		}
+	}
+}
+
+func TestBusiestNode(t *testing.T) {
+	pod := func(node string) corev1.Pod { return corev1.Pod{Spec: corev1.PodSpec{NodeName: node}} }
+	if got := busiestNode([]corev1.Pod{pod("a"), pod("b"), pod("a"), pod(""), pod("")}); got != 2 {
+		t.Errorf("busiest node holds %d pods, want 2 (unbound pods count for none)", got)
 	}
 }
