@@ -43,6 +43,26 @@ type Spec struct {
 	MIG bool
 }
 
+// EveryVendorSpec is a small mixed cluster: one node of every vendor HAMi
+// supports. hami-local's README and examples/vendors use it; the e2e
+// tests run the examples on it.
+const EveryVendorSpec = "1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB; " +
+	"1 node x 4 cards of Ascend910B4 32 GiB; " +
+	"1 node x 2 cards of Hygon DCU Z100 32 GiB; " +
+	"1 node x 2 cards of Cambricon MLU370 24 GiB; " +
+	"1 node x 2 cards of MetaX C500 64 GiB; " +
+	"1 node x 2 cards of MetaX sGPU C500 64 GiB; " +
+	"1 node x 2 cards of Iluvatar BI-V150 32 GiB; " +
+	"1 node x 8 cards of Kunlun P800 XPU 96 GiB; " +
+	"1 node x 8 cards of Kunlun vXPU P800 96 GiB; " +
+	"1 node x 2 cards of Moore Threads MTT S4000 48 GiB; " +
+	"1 node x 2 cards of AWS Neuron Trainium 32 GiB; " +
+	"1 node x 2 cards of AMD Instinct MI300X 192 GiB, cores 304; " +
+	"1 node x 2 cards of Enflame GCU S60 48 GiB; " +
+	"1 node x 2 cards of Enflame DRS S60 40 GiB; " +
+	"1 node x 2 cards of Vastai VA1 16 GiB; " +
+	"1 node x 2 cards of Biren BR104 32 GiB"
+
 // DefaultSplit is HAMi's default deviceSplitCount.
 const DefaultSplit = 10
 

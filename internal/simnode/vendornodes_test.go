@@ -156,3 +156,20 @@ func TestParseVendorSpecErrors(t *testing.T) {
 		}
 	}
 }
+
+// EveryVendorSpec has one group of every vendor.
+func TestEveryVendorSpec(t *testing.T) {
+	specs, err := ParseSpecs(EveryVendorSpec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, s := range specs {
+		seen[kindOf(s).vendor]++
+	}
+	for _, k := range kinds {
+		if seen[k.vendor] != 1 {
+			t.Errorf("vendor %s has %d groups, want 1", k.vendor, seen[k.vendor])
+		}
+	}
+}
