@@ -71,3 +71,15 @@ func TestVendorSetup(t *testing.T) {
 		})
 	}
 }
+
+// The READMEs' mixed-cluster command is simnode.EveryVendorSpec, on which
+// TestEveryVendor runs the vendor examples.
+func TestREADMEMixedCluster(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `make run RUN_ARGS='-nodes "` + simnode.EveryVendorSpec + `"'`; !strings.Contains(string(data), want) {
+		t.Errorf("README.md lacks the mixed-cluster command\n%s", want)
+	}
+}
