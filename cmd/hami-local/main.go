@@ -102,6 +102,10 @@ func up(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hami-local [flags]          run the local cluster\n       hami-local status [-kubeconfig path]  print the card allocation\n\n")
 		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\nThe card model of a -nodes group picks its vendor by these words:\n")
+		for _, v := range simnode.Vendors() {
+			fmt.Fprintf(fs.Output(), "  %s\n", v)
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -173,10 +173,9 @@ var kinds = []*kind{
 		vendor: "enflame-drs", label: "Enflame DRS GCU", words: []string{"drs"}, defaultSplit: 6, memoryUnitMiB: 1024,
 		check: checkDRS, inventory: drsInventory,
 		plugins: []plugin{{
-			resources:  []corev1.ResourceName{enflame.DefaultDRSName, enflame.DefaultMemoryName, enflame.DefaultCoresName},
-			allocated:  enflame.DRSAllocatedAnnotation,
-			served:     map[string]string{enflame.AssignedAnnotation: "true"},
-			countCheck: false,
+			resources: []corev1.ResourceName{enflame.DefaultDRSName, enflame.DefaultMemoryName, enflame.DefaultCoresName},
+			allocated: enflame.DRSAllocatedAnnotation,
+			served:    map[string]string{enflame.AssignedAnnotation: "true"},
 		}},
 	},
 	{

@@ -173,3 +173,26 @@ func TestEveryVendorSpec(t *testing.T) {
 		}
 	}
 }
+
+// The model's words pick the vendor, most specific first; any other model
+// is NVIDIA's.
+func TestKindOfModel(t *testing.T) {
+	tests := map[string]string{
+		"NVIDIA A100-SXM4-40GB": "nvidia", "Tesla T4": "nvidia", "NVIDIA H100 80GB HBM3": "nvidia",
+		"Ascend910B3": "ascend", "Ascend 910B4": "ascend", "Iluvatar MR-V100": "iluvatar", "BI-V150": "iluvatar",
+		"Hygon DCU K100_AI": "hygon", "Cambricon MLU370-X8": "cambricon", "MetaX sGPU C500": "metax-sgpu",
+		"MetaX C500": "metax", "Kunlun vXPU P800": "kunlun-vxpu", "Kunlun P800": "kunlun", "P800 XPU": "kunlun",
+		"Moore Threads MTT S4000": "mthreads", "MTT S80": "mthreads", "AWS Inferentia2": "awsneuron",
+		"AMD Instinct MI300X": "amd", "Enflame DRS S60": "enflame-drs", "Enflame S60": "enflame-gcu",
+		"Vastai VA1": "vastai", "Biren BR104": "biren",
+	}
+	for model, want := range tests {
+		if got := kindOfModel(model).vendor; got != want {
+			t.Errorf("kindOfModel(%q) = %s, want %s", model, got, want)
+		}
+	}
+	listed := Vendors()
+	if len(listed) != len(kinds) || !strings.HasPrefix(listed[len(listed)-1], "NVIDIA (nvidia): any other model") {
+		t.Errorf("Vendors() = %q, want one line per vendor, NVIDIA last", listed)
+	}
+}
