@@ -203,7 +203,7 @@ func up(args []string) error {
 	}
 	fmt.Fprintf(out, `
 Try it (kubectl is yours; the admission webhook at %[3]s gives pods that
-ask for nvidia.com/* resources schedulerName: hami-scheduler and HAMi's defaults):
+ask for a device of an enabled vendor schedulerName: hami-scheduler and HAMi's defaults):
   kubectl --kubeconfig %[1]s apply -f examples/
   kubectl --kubeconfig %[1]s get pods -o wide
   %[2]s status -kubeconfig %[1]s    # the card allocation, any time

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -23,6 +25,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/enflame"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
@@ -31,17 +34,34 @@ import (
 const vendorExamples = "../../examples/vendors"
 
 // On a cluster of every vendor (simnode.EveryVendorSpec, the cluster the
-// examples document) with a scheduler on HAMi's chart device config, Ascend
-// and Iluvatar switched on: every shipped vendor example and a pod with
-// containers of two vendors (NVIDIA and Ascend, on a node with both) run,
-// and each carries what its vendors' device plugins read.
+// examples document) with a scheduler and a webhook on HAMi's chart device
+// config, Ascend and Iluvatar switched on: every shipped vendor example,
+// routed by the webhook, and a pod with containers of two vendors (NVIDIA
+// and Ascend, on a node with both) run, and each carries what its
+// vendors' device plugins read.
 func TestEveryVendor(t *testing.T) {
 	t.Cleanup(func() { restartScheduler(t, nil) })
 	restartScheduler(t, &hamiv1.HAMiArgs{
 		DeviceConfigFile: ptr.To(chartDeviceConfig), EnableAscend: ptr.To(true), EnableIluvatar: ptr.To(true),
 	})
-	registry := chartRegistry(t)
+	configs := chartVendors(t)
+	registry, err := vendors.NewRegistry(configs)
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := newEnv(t, "vendors")
+	// The webhook, as hami-local runs it, for this namespace only.
+	patch := []byte(`{"metadata":{"labels":{"` + webhookLabel + `":"vendors"}}}`)
+	if _, err := controlPlane.Client.CoreV1().Namespaces().Patch(e.ctx, e.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := localcluster.StartWebhook(e.ctx, controlPlane.Config, localcluster.WebhookOptions{
+		ConfigurationName: "hami-webhook-vendors", NamespaceLabels: map[string]string{webhookLabel: "vendors"}, Vendors: configs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
 	// The NVIDIA node (the first) also has Ascend 910B4 NPUs.
 	npus, err := simnode.ParseSpec("1 node x 4 cards of Ascend910B4 32 GiB")
 	if err != nil {
@@ -86,7 +106,9 @@ func TestEveryVendor(t *testing.T) {
 			p.Spec.NodeSelector = map[string]string{}
 		}
 		p.Spec.NodeSelector[groupLabel] = e.group
-		e.create(p)
+		if created := e.create(p); created.Spec.SchedulerName != profile.SchedulerName {
+			t.Errorf("example %s: schedulerName %q after admission, want %s (the webhook routes every vendor)", f, created.Spec.SchedulerName, profile.SchedulerName)
+		}
 		names = append(names, p.Name)
 	}
 	served := map[string]bool{}
@@ -109,25 +131,33 @@ func TestEveryVendor(t *testing.T) {
 			t.Errorf("no example runs on vendor %s", v.Name())
 		}
 	}
-	e.checkNodeUnlocked(nodes[0].Name)
+	// Every plugin that locks released its lock: the shared one and
+	// Cambricon's own.
+	for _, n := range nodes {
+		e.checkNodeUnlocked(n.Name)
+		e.eventually("node "+n.Name+" without "+cambricon.LockAnnotation, func() (bool, string) {
+			fresh, err := controlPlane.Client.CoreV1().Nodes().Get(e.ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			lock, held := fresh.Annotations[cambricon.LockAnnotation]
+			return !held, lock
+		})
+	}
 }
 
-// chartRegistry is the vendors a scheduler on HAMi's chart device config
+// chartVendors are the vendors a scheduler on HAMi's chart device config
 // runs with Ascend and Iluvatar switched on.
-func chartRegistry(t *testing.T) *devices.Registry {
+func chartVendors(t *testing.T) []devices.Config {
 	t.Helper()
 	settings, err := hamiconfig.FromDeviceConfigFile(chartDeviceConfig, deviceconfig.Options{EnableAscend: true, EnableIluvatar: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	registry, err := vendors.NewRegistry(settings.Configs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return registry
+	return settings.Configs
 }
 
-// examplePod reads a shipped example: one Pod, hami-scheduler named.
+// examplePod reads a shipped example: one named Pod.
 func examplePod(t *testing.T, file string) *corev1.Pod {
 	t.Helper()
 	data, err := os.ReadFile(file)
@@ -138,8 +168,8 @@ func examplePod(t *testing.T, file string) *corev1.Pod {
 	if err := yaml.UnmarshalStrict(data, p); err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	if p.Kind != "Pod" || p.Name == "" || p.Spec.SchedulerName != profile.SchedulerName {
-		t.Fatalf("%s: want a named Pod with schedulerName %s, got kind %q name %q scheduler %q", file, profile.SchedulerName, p.Kind, p.Name, p.Spec.SchedulerName)
+	if p.Kind != "Pod" || p.Name == "" {
+		t.Fatalf("%s: want a named Pod, got kind %q name %q", file, p.Kind, p.Name)
 	}
 	return p
 }
