@@ -131,7 +131,7 @@ var kinds = []*kind{
 	},
 	{
 		vendor: "metax", label: "MetaX GPU", words: []string{"metax"}, fixedSplit: 1, fixedMemoryMiB: metax.GPUMemoryMiB,
-		inventory: capacityInventory(metax.DefaultGPUCountName, 1),
+		inventory: metaxGPUInventory,
 		plugins: []plugin{{
 			resources: []corev1.ResourceName{metax.DefaultGPUCountName}, toAllocate: metax.GPUToAllocateAnnotation,
 			word: metax.GPUWord, allocated: metax.GPUAllocatedAnnotation,

@@ -107,6 +107,25 @@ func capacityInventory(name corev1.ResourceName, perCard int64) func(*corev1.Nod
 	return func(n *corev1.Node, s Spec) { advertise(n, name, int64(s.Cards)*perCard) }
 }
 
+// metaxGPUInventory: whole GPUs from the count capacity, and the topology
+// maps MetaX's plugin writes, from a pod's card count to its loss (read
+// under node binpack) and score (spread). Simulated topology: the node's
+// cards form two MetaLink halves; a pod within one half loses nothing,
+// one across the halves 100.
+func metaxGPUInventory(n *corev1.Node, s Spec) {
+	advertise(n, metax.DefaultGPUCountName, int64(s.Cards))
+	costs := map[string]int{}
+	for cards := 1; cards <= s.Cards; cards++ {
+		costs[strconv.Itoa(cards)] = 0
+		if cards > max(1, s.Cards/2) {
+			costs[strconv.Itoa(cards)] = 100
+		}
+	}
+	data, _ := json.Marshal(costs)
+	n.Annotations[metax.LossAnnotation] = string(data)
+	n.Annotations[metax.ScoreAnnotation] = string(data)
+}
+
 // ascendChip is the chart's Ascend chip whose common word the model
 // names (spaces ignored), the longest such.
 func ascendChip(model string) (ascend.Config, error) {

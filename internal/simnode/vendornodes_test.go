@@ -7,6 +7,7 @@ import (
 	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
 	"github.com/hami-scheduler/hami-scheduler/apis/deviceconfig"
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 )
 
@@ -194,5 +195,29 @@ func TestKindOfModel(t *testing.T) {
 	listed := Vendors()
 	if len(listed) != len(kinds) || !strings.HasPrefix(listed[len(listed)-1], "NVIDIA (nvidia): any other model") {
 		t.Errorf("Vendors() = %q, want one line per vendor, NVIDIA last", listed)
+	}
+}
+
+// MetaX GPU nodes carry the topology maps MetaX's plugin writes, and HAMi's
+// node score reads them: no loss within half the cards, 100 across.
+func TestMetaXTopology(t *testing.T) {
+	spec, err := ParseSpec("1 node x 4 cards of MetaX C500 64 GiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := spec.Build("n", 0)[0]
+	v, err := metax.NewGPU(devices.Config{Name: "metax"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := func(n int) devices.Assignment { return devices.Assignment{make([]devices.Grant, n)} }
+	for _, tt := range []struct {
+		cards  int
+		policy devices.NodePolicy
+		want   float64
+	}{{1, devices.NodeBinpack, 2000}, {2, devices.NodeBinpack, 2000}, {3, devices.NodeBinpack, 1900}, {4, devices.NodeSpread, 1900}} {
+		if got := v.ScoreNode(node, tt.policy, grants(tt.cards)); got != tt.want {
+			t.Errorf("ScoreNode(%d cards, %s) = %g, want %g", tt.cards, tt.policy, got, tt.want)
+		}
 	}
 }
