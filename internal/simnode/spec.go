@@ -115,7 +115,8 @@ func ParseSpecs(s string) ([]Spec, error) {
 //   - Cambricon MLU: "cambricon", "mlu"; memory a multiple of 256 MiB;
 //     count fixed at 100 (HAMi synthesises the cards from capacity).
 //   - MetaX sGPU: "sgpu" (e.g. "MetaX sGPU C500"); split default 16.
-//   - MetaX GPU: "metax"; whole cards of 64 GiB (the memory must say so).
+//   - MetaX GPU: "metax"; whole cards of 64 GiB (the memory must say so),
+//     topology maps of two MetaLink halves.
 //   - Kunlunxin vXPU: "vxpu"; split default 4.
 //   - Kunlunxin XPU: "kunlun", "xpu"; whole cards of 96 GiB.
 //   - Moore Threads: "moore threads", "mthreads", "mtt"; memory a multiple
