@@ -21,7 +21,9 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -63,6 +65,9 @@ type Webhook struct {
 // does) with a fresh certificate, waits until it answers TLS, and registers
 // a MutatingWebhookConfiguration for pod CREATE pointing at it.
 func StartWebhook(ctx context.Context, cfg *rest.Config, opts WebhookOptions) (*Webhook, error) {
+	// controller-runtime logs through klog, as in cmd/hami-webhook;
+	// unset, it prints a stack trace to stderr (hami-local's terminal).
+	ctrllog.SetLogger(klog.NewKlogr())
 	registry, err := vendors.NewRegistry(opts.Vendors)
 	if err != nil {
 		return nil, err
