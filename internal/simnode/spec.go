@@ -41,6 +41,10 @@ type Spec struct {
 	// among them, its devcore 100. ParseSpec refuses a model without MIG
 	// facts.
 	MIG bool
+	// HAMiCore marks Ascend nodes that support the hami-core soft split
+	// (node annotation hami-vnpu-core: "true"); without it the nodes carry
+	// no such annotation and the scheduler's hamiVnpuCore setting decides.
+	HAMiCore bool
 }
 
 // EveryVendorSpec is a small mixed cluster: one node of every vendor HAMi
@@ -108,7 +112,8 @@ func ParseSpecs(s string) ([]Spec, error) {
 //   - Huawei Ascend: "ascend"; the model must name a chip of HAMi's chart
 //     (Ascend910A, Ascend910B2, Ascend910B3, Ascend910B4, Ascend910B4-1,
 //     Ascend310P, Ascend910C), e.g. "Ascend910B4 32 GiB"; split default 4,
-//     devcore the chip's AI cores.
+//     devcore the chip's AI cores; the setting "hami-core" marks the
+//     nodes as supporting the hami-core soft split.
 //   - Iluvatar: "iluvatar", "bi-v1", "mr-v"; the model must name a chart
 //     chip (MR-V100, MR-V50, BI-V150, BI-V100); split default 10.
 //   - Hygon DCU: "hygon", "dcu"; split default 4.
@@ -132,7 +137,8 @@ func ParseSpecs(s string) ([]Spec, error) {
 //   - Biren: "biren"; split default 1.
 //   - NVIDIA: any other model.
 //
-// "mig" is NVIDIA's only; a vendor whose count HAMi fixes refuses "split".
+// "mig" is NVIDIA's only, "hami-core" Ascend's; a vendor whose count HAMi
+// fixes refuses "split".
 func ParseSpec(s string) (Spec, error) {
 	m := specPattern.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
@@ -177,10 +183,16 @@ func ParseSpec(s string) (Spec, error) {
 // checkVendor applies the vendor's rules to a parsed spec.
 func (s *Spec) checkVendor(k *kind) error {
 	if k == nvidiaKind {
+		if s.HAMiCore {
+			return fmt.Errorf("hami-core: only Ascend nodes have the setting (%s is NVIDIA)", s.Model)
+		}
 		return nil
 	}
 	if s.MIG {
 		return fmt.Errorf("mig: only NVIDIA cards have MIG (%s is %s)", s.Model, k.label)
+	}
+	if s.HAMiCore && k.vendor != "ascend" {
+		return fmt.Errorf("hami-core: only Ascend nodes have the setting (%s is %s)", s.Model, k.label)
 	}
 	if k.fixedSplit > 0 && s.Split != k.fixedSplit {
 		return fmt.Errorf("split %d: %s cards always register %d (HAMi synthesises them)", s.Split, k.label, k.fixedSplit)
@@ -212,8 +224,14 @@ func (s *Spec) setOption(opt string) error {
 		}
 		s.MIG = true
 		return nil
+	case "hami-core":
+		if value != "" {
+			return fmt.Errorf("setting %q: hami-core takes no value", opt)
+		}
+		s.HAMiCore = true
+		return nil
 	default:
-		return fmt.Errorf("unknown setting %q (want split N, cores N or mig)", opt)
+		return fmt.Errorf("unknown setting %q (want split N, cores N, mig or hami-core)", opt)
 	}
 }
 
@@ -260,6 +278,9 @@ func (s Spec) String() string {
 	out := fmt.Sprintf("%d %s x %d %s of %s %s, split %d", s.Nodes, nodes, s.Cards, cards, s.Model, mem, s.Split)
 	if s.Cores != 100 {
 		out += fmt.Sprintf(", cores %d", s.Cores)
+	}
+	if s.HAMiCore {
+		out += ", hami-core"
 	}
 	return out
 }

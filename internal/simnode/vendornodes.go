@@ -147,6 +147,9 @@ func ascendChip(model string) (ascend.Config, error) {
 func ascendInventory(n *corev1.Node, s Spec) {
 	chip, _ := ascendChip(s.Model)
 	n.Annotations[ascend.RegisterAnnotation(chip.CommonWord)] = registerJSON(n.Name, s, "npu-", chip.CommonWord, chip.AICore, nil)
+	if s.HAMiCore {
+		n.Annotations[ascend.NodeHAMiCoreAnnotation] = "true"
+	}
 	advertise(n, corev1.ResourceName(chip.ResourceName), int64(s.Cards)*int64(s.Split))
 }
 

@@ -7,6 +7,7 @@ import (
 	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
 	"github.com/hami-scheduler/hami-scheduler/apis/deviceconfig"
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	"github.com/hami-scheduler/hami-scheduler/devices/metax"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 )
@@ -149,6 +150,9 @@ func TestParseVendorSpecErrors(t *testing.T) {
 		{"1 node x 1 card of Enflame DRS 4 GiB", "slices"},
 		{"1 node x 1 card of AWS Neuron 32 GiB, split 64", "at most 30"},
 		{"1 node x 1 card of Hygon DCU Z100 32 GiB, mig", "only NVIDIA"},
+		{"1 node x 1 card of Hygon DCU Z100 32 GiB, hami-core", "only Ascend"},
+		{"1 node x 1 card of Tesla T4 15 GiB, hami-core", "only Ascend"},
+		{"1 node x 1 card of Ascend910B3 64 GiB, hami-core 2", "takes no value"},
 	}
 	for _, tt := range tests {
 		_, err := ParseSpec(tt.in)
@@ -218,6 +222,34 @@ func TestMetaXTopology(t *testing.T) {
 	}{{1, devices.NodeBinpack, 2000}, {2, devices.NodeBinpack, 2000}, {3, devices.NodeBinpack, 1900}, {4, devices.NodeSpread, 1900}} {
 		if got := v.ScoreNode(node, tt.policy, grants(tt.cards)); got != tt.want {
 			t.Errorf("ScoreNode(%d cards, %s) = %g, want %g", tt.cards, tt.policy, got, tt.want)
+		}
+	}
+}
+
+// "hami-core" Ascend nodes support the soft split: their NPUs decode in
+// hami-core mode; others in template mode.
+func TestAscendHAMiCore(t *testing.T) {
+	registry := chartRegistry(t)
+	for _, tt := range []struct{ spec, mode string }{
+		{"1 node x 2 cards of Ascend910B3 64 GiB, hami-core", ascend.ModeHAMiCore},
+		{"1 node x 2 cards of Ascend910B3 64 GiB", ascend.ModeTemplate},
+	} {
+		spec, err := ParseSpec(tt.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again, err := ParseSpec(spec.String()); err != nil || again != spec {
+			t.Errorf("ParseSpec(%q) = %+v, %v; want %+v", spec.String(), again, err, spec)
+		}
+		node := spec.Build("n", 0)[0]
+		for _, v := range registry.Vendors() {
+			if v.Name() != "Ascend910B3" {
+				continue
+			}
+			cards, err := v.Inventory(node)
+			if err != nil || len(cards) != 2 || cards[0].Mode != tt.mode {
+				t.Errorf("%s: cards %+v, %v; want 2 in mode %s", tt.spec, cards, err, tt.mode)
+			}
 		}
 	}
 }

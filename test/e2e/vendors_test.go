@@ -62,8 +62,9 @@ func TestEveryVendor(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Stop()
-	// The NVIDIA node (the first) also has Ascend 910B4 NPUs.
-	npus, err := simnode.ParseSpec("1 node x 4 cards of Ascend910B4 32 GiB")
+	// The NVIDIA node (the first) also has Ascend 910B4 NPUs, which support
+	// the hami-core soft split.
+	npus, err := simnode.ParseSpec("1 node x 4 cards of Ascend910B4 32 GiB, hami-core")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +94,20 @@ func TestEveryVendor(t *testing.T) {
 	if !slices.Equal(got, []string{"Ascend910B4", nvidia.VendorWord}) {
 		t.Errorf("pod %s is served by %v, want Ascend910B4 and NVIDIA", pod.Name, got)
 	}
+
+	// A soft-split NPU (hami-core) runs only where the node supports it.
+	soft := e.pod("ascend-hami-core", gpu{name: "npu"})
+	soft.Annotations = map[string]string{ascend.VNPUModeAnnotation: ascend.ModeHAMiCore}
+	soft.Spec.Containers[0].Resources.Limits = corev1.ResourceList{
+		"huawei.com/Ascend910B4": resource.MustParse("1"), "huawei.com/Ascend910B4-memory": resource.MustParse("4000"),
+		"huawei.com/Ascend910B4-core": resource.MustParse("25"),
+	}
+	e.create(soft)
+	pod = e.waitRunning(soft.Name)
+	if pod.Spec.NodeName != nodes[0].Name {
+		t.Errorf("pod %s runs on %s, want %s (the only node with hami-core NPUs)", pod.Name, pod.Spec.NodeName, nodes[0].Name)
+	}
+	checkVendorPod(t, registry, pod, byName[pod.Spec.NodeName])
 
 	files, err := filepath.Glob(filepath.Join(vendorExamples, "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -259,9 +274,14 @@ func checkVendorPod(t *testing.T, registry *devices.Registry, pod *corev1.Pod, n
 			}
 		}
 		if strings.HasPrefix(v.Name(), "Ascend") {
-			// Huawei's plugin creates the template the memory rounds to.
-			if info := a[ascend.RuntimeInfoAnnotation(v.Name())]; !strings.Contains(info, `"temp":"vir05_1c_8g"`) {
-				t.Errorf("pod %s: %s = %q, want the vir05_1c_8g template", pod.Name, ascend.RuntimeInfoAnnotation(v.Name()), info)
+			// Huawei's plugin creates the template the memory rounds to,
+			// or in hami-core the memory and cores asked.
+			want := `"temp":"vir05_1c_8g"`
+			if a[ascend.VNPUModeAnnotation] == ascend.ModeHAMiCore {
+				want = `"memory":4000,"core":25`
+			}
+			if info := a[ascend.RuntimeInfoAnnotation(v.Name())]; !strings.Contains(info, want) {
+				t.Errorf("pod %s: %s = %q, want it to contain %s", pod.Name, ascend.RuntimeInfoAnnotation(v.Name()), info, want)
 			}
 		}
 	}
