@@ -83,3 +83,50 @@ func TestREADMEMixedCluster(t *testing.T) {
 		t.Errorf("README.md lacks the mixed-cluster command\n%s", want)
 	}
 }
+
+// The README's table of model words: each row's example picks the row's
+// vendor, and every vendor has a row.
+func TestREADMEModelWords(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(data), "| vendor | model words | e.g. |\n|---|---|---|\n")
+	if !ok {
+		t.Fatal("README.md has no table of model words")
+	}
+	table, _, _ = strings.Cut(table, "\n\n")
+	// label of each vendor config name, from "label (name): words".
+	labels := map[string]string{}
+	for _, line := range simnode.Vendors() {
+		label, rest, _ := strings.Cut(line, " (")
+		name, _, _ := strings.Cut(rest, ")")
+		labels[name] = label
+	}
+	rows := 0
+	for row := range strings.SplitSeq(table, "\n") {
+		cells := strings.Split(row, "|")
+		if len(cells) < 4 {
+			t.Fatalf("row %q: want three cells", row)
+		}
+		label := strings.TrimSpace(cells[1])
+		_, example, _ := strings.Cut(cells[3], "`")
+		example, _, _ = strings.Cut(example, "`")
+		spec, err := simnode.ParseSpec("1 node x 1 card of " + example)
+		if err != nil {
+			t.Errorf("row %s: %v", label, err)
+			continue
+		}
+		name := spec.Vendor
+		if name == "" {
+			name = "nvidia"
+		}
+		if labels[name] != label {
+			t.Errorf("row %s: example %q picks %s", label, example, labels[name])
+		}
+		rows++
+	}
+	if rows != len(labels) {
+		t.Errorf("%d rows, want one per vendor (%d)", rows, len(labels))
+	}
+}
