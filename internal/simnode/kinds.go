@@ -3,6 +3,7 @@ package simnode
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -49,11 +50,9 @@ type kind struct {
 	// inventory writes the spec's cards onto the node as the vendor's
 	// device plugin (and the kubelet's capacity) would.
 	inventory func(n *corev1.Node, s Spec)
-	// plugins are the vendor's device plugins as the kubelet sees them.
+	// plugins are the vendor's device plugins as the kubelet sees them
+	// (Ascend and Iluvatar: one per chip of HAMi's chart).
 	plugins []plugin
-	// pluginFor finds a plugin by a resource name the plugins list cannot
-	// hold (Ascend and Iluvatar chips); nil: none.
-	pluginFor func(resource corev1.ResourceName) (plugin, bool)
 }
 
 // plugin is one device plugin's Allocate, as far as the API server sees
@@ -99,12 +98,12 @@ var kinds = []*kind{
 	{
 		vendor: "ascend", label: "Huawei Ascend", words: []string{"ascend"}, defaultSplit: 4,
 		check: func(s Spec) error { _, err := ascendChip(s.Model); return err }, inventory: ascendInventory,
-		pluginFor: ascendPlugin,
+		plugins: ascendPlugins(),
 	},
 	{
 		vendor: "iluvatar", label: "Iluvatar", words: []string{"iluvatar", "bi-v1", "mr-v"}, defaultSplit: 10,
 		check: func(s Spec) error { _, err := iluvatarChip(s.Model); return err }, inventory: iluvatarInventory,
-		pluginFor: iluvatarPlugin,
+		plugins: iluvatarPlugins(),
 	},
 	{
 		vendor: "hygon", label: "Hygon DCU", words: []string{"hygon", "dcu"}, defaultSplit: 4, inventory: hygonInventory,
@@ -233,22 +232,22 @@ func kindOf(s Spec) *kind {
 // pluginFor is the device plugin the kubelet calls Allocate on for a
 // container resource, of whichever vendor serves it.
 func pluginFor(resource corev1.ResourceName) (plugin, bool) {
+	p, ok := pluginsByResource()[resource]
+	return p, ok
+}
+
+// pluginsByResource maps every plugin's resources to it, built once.
+var pluginsByResource = sync.OnceValue(func() map[corev1.ResourceName]plugin {
+	m := map[corev1.ResourceName]plugin{}
 	for _, k := range kinds {
 		for _, p := range k.plugins {
 			for _, r := range p.resources {
-				if r == resource {
-					return p, true
-				}
-			}
-		}
-		if k.pluginFor != nil {
-			if p, ok := k.pluginFor(resource); ok {
-				return p, true
+				m[r] = p
 			}
 		}
 	}
-	return plugin{}, false
-}
+	return m
+})
 
 // Vendors lists the vendors a spec may name, each with the model words
 // that pick it, for documentation and help texts.

@@ -153,16 +153,16 @@ func ascendInventory(n *corev1.Node, s Spec) {
 	advertise(n, corev1.ResourceName(chip.ResourceName), int64(s.Cards)*int64(s.Split))
 }
 
-func ascendPlugin(r corev1.ResourceName) (plugin, bool) {
+// ascendPlugins are the device plugins of HAMi's chart chips, one each.
+func ascendPlugins() []plugin {
+	var out []plugin
 	for _, c := range ascend.DefaultConfigs() {
-		if string(r) == c.ResourceName {
-			return plugin{
-				resources: []corev1.ResourceName{r}, toAllocate: ascend.ToAllocateAnnotation(c.CommonWord), word: c.CommonWord,
-				allocated: ascend.AllocatedAnnotation(c.CommonWord), lock: devices.NodeLock,
-			}, true
-		}
+		out = append(out, plugin{
+			resources: []corev1.ResourceName{corev1.ResourceName(c.ResourceName)}, toAllocate: ascend.ToAllocateAnnotation(c.CommonWord),
+			word: c.CommonWord, allocated: ascend.AllocatedAnnotation(c.CommonWord), lock: devices.NodeLock,
+		})
 	}
-	return plugin{}, false
+	return out
 }
 
 // iluvatarChip is the chart's Iluvatar chip the model names.
@@ -184,16 +184,16 @@ func iluvatarInventory(n *corev1.Node, s Spec) {
 	advertise(n, corev1.ResourceName(chip.ResourceCountName), int64(s.Cards)*int64(s.Split))
 }
 
-func iluvatarPlugin(r corev1.ResourceName) (plugin, bool) {
+// iluvatarPlugins are the device plugins of HAMi's chart chips, one each.
+func iluvatarPlugins() []plugin {
+	var out []plugin
 	for _, c := range iluvatar.DefaultConfigs() {
-		if string(r) == c.ResourceCountName {
-			return plugin{
-				resources: []corev1.ResourceName{r}, toAllocate: iluvatar.ToAllocateAnnotation(c.CommonWord), word: c.CommonWord,
-				allocated: iluvatar.AllocatedAnnotation(c.CommonWord), lock: devices.NodeLock,
-			}, true
-		}
+		out = append(out, plugin{
+			resources: []corev1.ResourceName{corev1.ResourceName(c.ResourceCountName)}, toAllocate: iluvatar.ToAllocateAnnotation(c.CommonWord),
+			word: c.CommonWord, allocated: iluvatar.AllocatedAnnotation(c.CommonWord), lock: devices.NodeLock,
+		})
 	}
-	return plugin{}, false
+	return out
 }
 
 func hygonInventory(n *corev1.Node, s Spec) {
