@@ -41,10 +41,9 @@ type kind struct {
 	// fixedMemoryMiB, when set, is the memory HAMi synthesises per card:
 	// the spec must say it. memoryUnitMiB, when set, is the unit the
 	// node's capacity counts memory in: the spec's memory must be a
-	// multiple. noMemory: the vendor registers no memory; the spec's is
-	// not used.
+	// multiple. (Enflame GCU and AWS Neuron register no memory: the
+	// spec's is not used.)
 	fixedMemoryMiB, memoryUnitMiB int32
-	noMemory                      bool
 	// check refuses a spec the vendor cannot register (nil: none).
 	check func(s Spec) error
 	// inventory writes the spec's cards onto the node as the vendor's
@@ -56,10 +55,10 @@ type kind struct {
 }
 
 // plugin is one device plugin's Allocate, as far as the API server sees
-// it. A plugin with a lock finds the pod the way HAMi's NVIDIA plugin does
-// (the lock's holder, else the first pending pod on the node); one without
-// has no protocol to find it in HAMi's tree and is handed the pod the
-// kubelet admits.
+// it. A plugin of a vendor that takes hami.io/mutex.lock finds the pod the
+// way HAMi's NVIDIA plugin does (the lock's holder, else the first pending
+// pod on the node); for the others HAMi's tree has no protocol to find it,
+// and the plugin is handed the pod the kubelet admits.
 type plugin struct {
 	// resources are the container resources the kubelet calls this
 	// plugin's Allocate for.
@@ -68,8 +67,9 @@ type plugin struct {
 	// Allocate erases ("": the vendor's assignment has none), and word the
 	// card type that, left in it, means the pod is not served yet.
 	toAllocate, word string
-	// allocated is the vendor's allocated annotation: Allocate refuses a
-	// pod whose entry for the container lists no card.
+	// allocated is the vendor's allocated annotation: without a
+	// to-allocate key, Allocate refuses a pod whose entry for the
+	// container lists no card.
 	allocated string
 	// lock is the node annotation the plugin releases when the pod is
 	// served ("": the vendor takes no lock).
@@ -155,7 +155,7 @@ var kinds = []*kind{
 	},
 	{
 		vendor: "awsneuron", label: "AWS Neuron", words: []string{"neuron", "inferentia", "trainium"}, defaultSplit: awsneuron.SplitCores,
-		noMemory: true, check: checkNeuron, inventory: neuronInventory,
+		check: checkNeuron, inventory: neuronInventory,
 		plugins: []plugin{{
 			resources: []corev1.ResourceName{awsneuron.DefaultCountName, awsneuron.DefaultCoresName}, allocated: awsneuron.AllocatedAnnotation,
 			served: map[string]string{awsneuron.AllocatedFlagAnnotation: "true"},
@@ -178,7 +178,7 @@ var kinds = []*kind{
 		}},
 	},
 	{
-		vendor: "enflame-gcu", label: "Enflame GCU", words: []string{"enflame", "gcu"}, fixedSplit: 1, noMemory: true,
+		vendor: "enflame-gcu", label: "Enflame GCU", words: []string{"enflame", "gcu"}, fixedSplit: 1,
 		inventory: capacityInventory(enflame.DefaultGCUName, 1),
 		plugins: []plugin{{
 			resources: []corev1.ResourceName{enflame.DefaultGCUName}, toAllocate: enflame.GCUToAllocateAnnotation,
