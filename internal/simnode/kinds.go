@@ -162,7 +162,7 @@ var kinds = []*kind{
 		}},
 	},
 	{
-		vendor: "amd", label: "AMD", words: []string{"amd", "instinct"}, defaultSplit: 4, check: checkAMD, inventory: amdInventory,
+		vendor: "amd", label: "AMD", words: []string{"amd", "instinct"}, defaultSplit: 4, inventory: amdInventory,
 		plugins: []plugin{{
 			resources: []corev1.ResourceName{amd.DefaultCountName}, toAllocate: amd.ToAllocateAnnotation,
 			word: amd.VendorWord, allocated: amd.AllocatedAnnotation, lock: devices.NodeLock,

@@ -194,6 +194,9 @@ func (s *Spec) checkVendor(k *kind) error {
 	if s.HAMiCore && k.vendor != "ascend" {
 		return fmt.Errorf("hami-core: only Ascend nodes have the setting (%s is %s)", s.Model, k.label)
 	}
+	if strings.ContainsAny(s.Model, ",:;") {
+		return fmt.Errorf("%s model %q: card types cannot hold , : or ; (register and assignment separators)", k.label, s.Model)
+	}
 	if k.fixedSplit > 0 && s.Split != k.fixedSplit {
 		return fmt.Errorf("split %d: %s cards always register %d (HAMi synthesises them)", s.Split, k.label, k.fixedSplit)
 	}

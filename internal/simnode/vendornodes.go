@@ -279,13 +279,6 @@ func amdInventory(n *corev1.Node, s Spec) {
 	advertise(n, amd.DefaultCountName, int64(s.Cards)*int64(s.Split))
 }
 
-func checkAMD(s Spec) error {
-	if strings.ContainsAny(s.Model, ",:;") {
-		return fmt.Errorf("AMD model %q: the type is written into assignments and cannot hold , : or ;", s.Model)
-	}
-	return nil
-}
-
 // drsCapacity is Enflame's enflame.com/gcu-drs-capacity.
 type drsCapacity struct {
 	Devices []drsDevice `json:"devices"`

@@ -150,6 +150,8 @@ func TestParseVendorSpecErrors(t *testing.T) {
 		{"1 node x 1 card of Enflame DRS 4 GiB", "slices"},
 		{"1 node x 1 card of AWS Neuron 32 GiB, split 64", "at most 30"},
 		{"1 node x 1 card of Hygon DCU Z100 32 GiB, mig", "only NVIDIA"},
+		{"1 node x 1 card of Hygon DCU:Z100 32 GiB", "separators"},
+		{"1 node x 1 card of AMD MI300X;VF 32 GiB", "separators"},
 		{"1 node x 1 card of Hygon DCU Z100 32 GiB, hami-core", "only Ascend"},
 		{"1 node x 1 card of Tesla T4 15 GiB, hami-core", "only Ascend"},
 		{"1 node x 1 card of Ascend910B3 64 GiB, hami-core 2", "takes no value"},
