@@ -145,6 +145,9 @@ func ParseSpec(s string) (Spec, error) {
 		return Spec{}, fmt.Errorf("node group %q: want \"<n> nodes x <c> cards of <model> <memory> GiB[, split <s>][, cores <k>]\"", strings.TrimSpace(s))
 	}
 	spec := Spec{Model: strings.TrimSpace(m[3]), Split: DefaultSplit, Cores: 100}
+	if spec.Model == "" {
+		return Spec{}, fmt.Errorf("node group %q: the card model is empty", strings.TrimSpace(s))
+	}
 	k := kindOfModel(spec.Model)
 	if k != nvidiaKind {
 		spec.Vendor = k.vendor

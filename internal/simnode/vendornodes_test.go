@@ -17,7 +17,7 @@ const chartDeviceConfig = "../../test/testdata/device-config.yaml"
 
 // chartRegistry is every vendor HAMi's chart enables, Ascend and Iluvatar
 // switched on: what a scheduler on a mixed cluster runs.
-func chartRegistry(t *testing.T) *devices.Registry {
+func chartRegistry(t testing.TB) *devices.Registry {
 	t.Helper()
 	settings, err := hamiconfig.FromDeviceConfigFile(chartDeviceConfig, deviceconfig.Options{EnableAscend: true, EnableIluvatar: true})
 	if err != nil {
