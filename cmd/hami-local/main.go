@@ -6,8 +6,14 @@
 // deployment, replicaset and garbage-collector controllers. It writes a
 // kubeconfig for kubectl and prints which card each GPU pod got.
 //
-//	hami-local [-dir _local] [-nodes "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10"]
+//	hami-local [-dir _local] [-nodes "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10"] [-device-config file]
 //	hami-local status [-kubeconfig _local/kubeconfig]
+//
+// Node groups of other vendors (e.g. "1 node x 4 cards of Ascend910B4 32
+// GiB"; see simnode.ParseSpec for the model words per vendor) mix with
+// NVIDIA's; the scheduler and the webhook then run on HAMi's chart-default
+// device-config.yaml with Ascend and Iluvatar switched on, unless
+// -device-config names another.
 package main
 
 import (
@@ -85,7 +91,8 @@ func status(args []string, out io.Writer) error {
 func up(args []string) error {
 	fs := flag.NewFlagSet("hami-local", flag.ContinueOnError)
 	dir := fs.String("dir", "_local", "directory for the kubeconfig and the log")
-	nodeSpec := fs.String("nodes", defaultNodes, `simulated GPU nodes: groups like "4 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", separated by ";"`)
+	nodeSpec := fs.String("nodes", defaultNodes, `simulated GPU nodes: groups like "4 nodes x 8 cards of NVIDIA A100 40 GiB, split 10" or "1 node x 4 cards of Ascend910B4 32 GiB", separated by ";"`)
+	deviceConfig := fs.String("device-config", "", "HAMi's device-config.yaml for the scheduler and the webhook (Ascend and Iluvatar switched on); default: HAMi's chart default when -nodes has groups of other vendors than NVIDIA, else NVIDIA's built-in defaults")
 	verbosity := fs.Int("v", 0, "log verbosity of the control plane and scheduler (in the log file)")
 	every := fs.Duration("table-every", 2*time.Second, "how often to reprint the allocation table when it changed (0: never)")
 	fastNodes := fs.Bool("fast-nodes", false, "simulated device plugins and kubelets without client limits or admission delay (the old shortcut)")
@@ -95,6 +102,10 @@ func up(args []string) error {
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hami-local [flags]          run the local cluster\n       hami-local status [-kubeconfig path]  print the card allocation\n\n")
 		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "\nThe card model of a -nodes group picks its vendor by these words:\n")
+		for _, v := range simnode.Vendors() {
+			fmt.Fprintf(fs.Output(), "  %s\n", v)
+		}
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +115,10 @@ func up(args []string) error {
 		return err
 	}
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
+		return err
+	}
+	schedArgs, webhookVendors, err := vendorSetup(specs, *deviceConfig, *dir)
+	if err != nil {
 		return err
 	}
 	logPath := filepath.Join(*dir, "hami-local.log")
@@ -165,26 +180,30 @@ func up(args []string) error {
 		return err
 	}
 	defer controllers.Stop()
-	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{})
+	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: schedArgs})
 	if err != nil {
 		return err
 	}
 	defer sched.Stop()
 	// The admission webhook, as in a real deployment: it gives device pods
-	// schedulerName hami-scheduler and HAMi's defaults.
-	hook, err := localcluster.StartWebhook(ctx, cp.Config, localcluster.WebhookOptions{})
+	// schedulerName hami-scheduler and HAMi's defaults (of the vendors the
+	// device config enables).
+	hook, err := localcluster.StartWebhook(ctx, cp.Config, localcluster.WebhookOptions{Vendors: webhookVendors})
 	if err != nil {
 		return err
 	}
 	defer hook.Stop()
 
 	fmt.Fprintf(out, "\nhami-local is up in %s: %d simulated GPU nodes, %s\n", time.Since(started).Round(100*time.Millisecond), len(nodes), agent.Options())
+	if schedArgs != nil {
+		fmt.Fprintf(out, "vendors: %d enabled by %s (Ascend and Iluvatar switched on); try kubectl apply -f examples/vendors/\n", len(webhookVendors), *schedArgs.DeviceConfigFile)
+	}
 	for _, s := range specs {
 		fmt.Fprintf(out, "  %s\n", s)
 	}
 	fmt.Fprintf(out, `
 Try it (kubectl is yours; the admission webhook at %[3]s gives pods that
-ask for nvidia.com/* resources schedulerName: hami-scheduler and HAMi's defaults):
+ask for a device of an enabled vendor schedulerName: hami-scheduler and HAMi's defaults):
   kubectl --kubeconfig %[1]s apply -f examples/
   kubectl --kubeconfig %[1]s get pods -o wide
   %[2]s status -kubeconfig %[1]s    # the card allocation, any time

@@ -21,9 +21,12 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	"github.com/hami-scheduler/hami-scheduler/manifests"
 	"github.com/hami-scheduler/hami-scheduler/webhook"
@@ -38,6 +41,9 @@ type WebhookOptions struct {
 	// ConfigurationName names the MutatingWebhookConfiguration
 	// (default: the shipped name, hami-webhook).
 	ConfigurationName string
+	// Vendors are the vendors whose defaults the webhook applies, as the
+	// scheduler's device config enables them (nil: NVIDIA alone).
+	Vendors []devices.Config
 }
 
 // Webhook is hami-webhook running in this process on 127.0.0.1 and
@@ -59,7 +65,10 @@ type Webhook struct {
 // does) with a fresh certificate, waits until it answers TLS, and registers
 // a MutatingWebhookConfiguration for pod CREATE pointing at it.
 func StartWebhook(ctx context.Context, cfg *rest.Config, opts WebhookOptions) (*Webhook, error) {
-	registry, err := vendors.NewRegistry(nil)
+	// controller-runtime logs through klog, as in cmd/hami-webhook;
+	// unset, it prints a stack trace to stderr (hami-local's terminal).
+	ctrllog.SetLogger(klog.NewKlogr())
+	registry, err := vendors.NewRegistry(opts.Vendors)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package simnode
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +24,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
-	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
 // Defaults of Options.
@@ -544,17 +544,18 @@ func (a *Agent) admit(ctx context.Context, node *simNode, pod *corev1.Pod) error
 	return nil
 }
 
-// allocateAll is the kubelet asking the device plugin for each container's
-// cards, init containers first. Pods that were not handed to HAMi need
-// nothing from it.
+// allocateAll is the kubelet asking the device plugins for each
+// container's cards, init containers first, and within a container each
+// vendor's plugin in resource-name order. Pods that were not handed to
+// HAMi need nothing from them.
 func (a *Agent) allocateAll(ctx context.Context, node *simNode, pod *corev1.Pod) error {
 	if _, handed := pod.Annotations[devices.BindPhase]; !handed {
 		return nil
 	}
 	a.handOvers.allocating(node.dp.node, pod.Namespace, pod.Name, time.Now())
-	for _, c := range devices.Containers(pod) {
-		if want := cardCount(c); want > 0 {
-			if err := node.dp.Allocate(ctx, pod, want); err != nil {
+	for i, c := range devices.Containers(pod) {
+		for _, r := range containerPlugins(c) {
+			if err := node.dp.Allocate(ctx, pod, r.plugin, i, r.want); err != nil {
 				a.failed.Add(1)
 				return err
 			}
@@ -564,11 +565,60 @@ func (a *Agent) allocateAll(ctx context.Context, node *simNode, pod *corev1.Pod)
 	return nil
 }
 
-// cardCount is the number of cards the kubelet asks the device plugin for.
-func cardCount(c *corev1.Container) int {
-	q, ok := c.Resources.Limits[nvidia.DefaultCountName]
+// pluginRequest is a container's request to one device plugin: want is
+// the quantity of the plugin's first (count) resource.
+type pluginRequest struct {
+	plugin plugin
+	want   int
+}
+
+// containerPlugins are the device plugins the kubelet calls for the
+// container: one per vendor whose resources it asks a positive amount of,
+// in the order of the resource names.
+func containerPlugins(c *corev1.Container) []pluginRequest {
+	names := make([]corev1.ResourceName, 0, len(c.Resources.Limits)+len(c.Resources.Requests))
+	for name := range c.Resources.Limits {
+		names = append(names, name)
+	}
+	for name := range c.Resources.Requests {
+		if _, dup := c.Resources.Limits[name]; !dup {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var out []pluginRequest
+	seen := map[string]bool{}
+	for _, name := range names {
+		p, ok := pluginFor(name)
+		if !ok || !positive(c, name) {
+			continue
+		}
+		key := p.toAllocate + "|" + p.allocated
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, pluginRequest{plugin: p, want: quantity(c, p.resources[0])})
+	}
+	return out
+}
+
+// positive reports whether the container asks a positive amount of the
+// resource (limits first).
+func positive(c *corev1.Container, name corev1.ResourceName) bool {
+	q, ok := c.Resources.Limits[name]
 	if !ok {
-		q, ok = c.Resources.Requests[nvidia.DefaultCountName]
+		q = c.Resources.Requests[name]
+	}
+	return q.Sign() > 0
+}
+
+// quantity is a container's whole quantity of a resource, limits first
+// (0 when absent or not a small whole number).
+func quantity(c *corev1.Container, name corev1.ResourceName) int {
+	q, ok := c.Resources.Limits[name]
+	if !ok {
+		q, ok = c.Resources.Requests[name]
 	}
 	if !ok {
 		return 0

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +21,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
-	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
 // releaseBackoff is HAMi v2.10's nodelock.DefaultStrategy, with which
@@ -46,25 +47,34 @@ type devicePlugin struct {
 
 // Allocate is HAMi v2.10's Allocate for one container request of want
 // cards (the kubelet asks once per container), in HAMi's order of API
-// calls:
+// calls, for the device plugin p of the container's vendor (ctr is the
+// container's index, init containers first):
 //
 //  1. find the pending pod (GetPendingPod): GET the node; if its lock names
 //     a pod, GET that pod, else LIST the pods on the node;
 //  2. pop the container's cards and PATCH the pod's to-allocate annotation;
-//  3. re-read the pod (GET); if no NVIDIA card is left to hand out, PATCH
-//     bind-phase=success and release the lock (ReleaseNodeLock: GET the
-//     node, then GET and PATCH it again within a retry);
+//  3. re-read the pod (GET); if no card of the vendor is left to hand out,
+//     PATCH bind-phase=success and release the lock (ReleaseNodeLock: GET
+//     the node, then GET and PATCH it again within a retry);
 //
 // or, on any error after step 1, PATCH bind-phase=failed and release the
 // lock. An error is Allocate's refusal: the kubelet does not start the
 // pod. One check is the simulator's own and makes no call: when the pod
 // found is not the pod being admitted, the protocol was violated; HAMi
 // would serve the wrong pod, here the call fails and counts as mismatched.
-func (dp *devicePlugin) Allocate(ctx context.Context, pod *corev1.Pod, want int) error {
+//
+// Other vendors' plugins are not in HAMi's tree; the simulation keeps to
+// the keys HAMi writes for them (hami-vendors.md). A plugin without the
+// shared lock has no pod to find in step 1 and takes the pod admitted (one
+// GET). A plugin whose vendor has no to-allocate key checks that the
+// container's entry of the allocated key lists cards instead of step 2,
+// and then sets bind-phase=success. On success a plugin also sets the
+// vendor's "assigned" flags (plugin.served) and releases its lock, if any.
+func (dp *devicePlugin) Allocate(ctx context.Context, pod *corev1.Pod, p plugin, ctr, want int) error {
 	dp.applyMu.Lock()
 	defer dp.applyMu.Unlock()
 
-	current, err := dp.pendingPod(ctx)
+	current, err := dp.findPod(ctx, pod, p)
 	if err != nil {
 		// HAMi returns the error and touches nothing; the kubelet fails
 		// the pod's admission.
@@ -76,26 +86,43 @@ func (dp *devicePlugin) Allocate(ctx context.Context, pod *corev1.Pod, want int)
 			current.Namespace, current.Name, dp.node, pod.Namespace, pod.Name)
 	}
 	if dp.failing != nil && dp.failing(current.Namespace, current.Name) {
-		return dp.allocationFailed(ctx, current, "simulated device failure")
+		return dp.allocationFailed(ctx, current, p, "simulated device failure")
 	}
-	value, ok := current.Annotations[nvidia.ToAllocateAnnotation]
+	if p.toAllocate == "" {
+		grants, err := devices.DecodeAssignment(current.Annotations[p.allocated])
+		if err != nil || ctr >= len(grants) || len(grants[ctr]) == 0 {
+			return dp.allocationFailed(ctx, current, p, "no device allocation found for container "+strconv.Itoa(ctr))
+		}
+		dp.finish(ctx, current, p, devices.BindPhaseSuccess)
+		return nil
+	}
+	value, ok := current.Annotations[p.toAllocate]
 	if !ok {
-		return dp.allocationFailed(ctx, current, "device request not found")
+		return dp.allocationFailed(ctx, current, p, "device request not found")
 	}
 	rest, served, err := eraseNext(value)
 	switch {
 	case err != nil:
-		return dp.allocationFailed(ctx, current, err.Error())
+		return dp.allocationFailed(ctx, current, p, err.Error())
 	case served == nil:
-		return dp.allocationFailed(ctx, current, "no pending device allocation found")
-	case len(served) != want:
-		return dp.allocationFailed(ctx, current, "device number not matched")
+		return dp.allocationFailed(ctx, current, p, "no pending device allocation found")
+	case p.countCheck && len(served) != want:
+		return dp.allocationFailed(ctx, current, p, "device number not matched")
 	}
-	if err := dp.patchAnnotations(ctx, current, map[string]string{nvidia.ToAllocateAnnotation: rest}); err != nil {
-		return dp.allocationFailed(ctx, current, "erase allocated containers annotation: "+err.Error())
+	if err := dp.patchAnnotations(ctx, current, map[string]string{p.toAllocate: rest}); err != nil {
+		return dp.allocationFailed(ctx, current, p, "erase allocated containers annotation: "+err.Error())
 	}
-	dp.trySuccess(ctx, current)
+	dp.trySuccess(ctx, current, p)
 	return nil
+}
+
+// findPod is step 1 of Allocate: HAMi's GetPendingPod for a plugin that
+// takes the shared lock, else the admitted pod, read again.
+func (dp *devicePlugin) findPod(ctx context.Context, pod *corev1.Pod, p plugin) (*corev1.Pod, error) {
+	if p.lock == devices.NodeLock {
+		return dp.pendingPod(ctx)
+	}
+	return dp.client.Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 }
 
 // pendingPod finds the pod being allocated on the node as HAMi's
@@ -139,54 +166,62 @@ func (dp *devicePlugin) pendingPod(ctx context.Context) (*corev1.Pod, error) {
 }
 
 // trySuccess is HAMi's PodAllocationTrySuccess: it re-reads the pod and,
-// once no NVIDIA card is left to hand out, sets bind-phase=success and
-// releases the node lock.
-func (dp *devicePlugin) trySuccess(ctx context.Context, pod *corev1.Pod) {
+// once no card of the plugin's vendor is left to hand out, sets
+// bind-phase=success and releases the node lock.
+func (dp *devicePlugin) trySuccess(ctx context.Context, pod *corev1.Pod, p plugin) {
 	fresh, err := dp.client.Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		// HAMi logs and returns; the lock stays until it expires.
 		klog.FromContext(ctx).Error(err, "Simulated device plugin cannot re-read the pod", "pod", klog.KObj(pod))
 		return
 	}
-	if strings.Contains(fresh.Annotations[nvidia.ToAllocateAnnotation], nvidia.VendorWord) {
+	if strings.Contains(fresh.Annotations[p.toAllocate], p.word) {
 		return
 	}
-	dp.finish(ctx, pod, devices.BindPhaseSuccess)
+	dp.finish(ctx, pod, p, devices.BindPhaseSuccess)
 }
 
 // allocationFailed is HAMi's PodAllocationFailed: bind-phase=failed and the
 // node lock released; Allocate then returns the error.
-func (dp *devicePlugin) allocationFailed(ctx context.Context, pod *corev1.Pod, reason string) error {
-	dp.finish(ctx, pod, devices.BindPhaseFailed)
+func (dp *devicePlugin) allocationFailed(ctx context.Context, pod *corev1.Pod, p plugin, reason string) error {
+	dp.finish(ctx, pod, p, devices.BindPhaseFailed)
 	return errors.New(reason)
 }
 
 // finish is HAMi's updatePodAnnotationsAndReleaseLock: errors are logged,
-// not returned.
-func (dp *devicePlugin) finish(ctx context.Context, pod *corev1.Pod, phase string) {
+// not returned. On success the vendor's served flags go into the same
+// patch; a plugin without a lock releases none.
+func (dp *devicePlugin) finish(ctx context.Context, pod *corev1.Pod, p plugin, phase string) {
 	logger := klog.FromContext(ctx)
-	if err := dp.patchAnnotations(ctx, pod, map[string]string{devices.BindPhase: phase}); err != nil {
+	annotations := map[string]string{devices.BindPhase: phase}
+	if phase == devices.BindPhaseSuccess {
+		maps.Copy(annotations, p.served)
+	}
+	if err := dp.patchAnnotations(ctx, pod, annotations); err != nil {
 		logger.Error(err, "Simulated device plugin cannot set the bind phase", "pod", klog.KObj(pod), "phase", phase)
 	}
-	if err := dp.releaseLock(ctx, pod); err != nil {
+	if p.lock == "" {
+		return
+	}
+	if err := dp.releaseLock(ctx, pod, p.lock); err != nil {
 		logger.Error(err, "Simulated device plugin cannot release the node lock", "node", dp.node, "pod", klog.KObj(pod))
-	} else if dp.released != nil {
+	} else if dp.released != nil && p.lock == devices.NodeLock {
 		dp.released(dp.node, time.Now())
 	}
 }
 
-// releaseLock is HAMi's nodelock.ReleaseNodeLock: GET the node and leave
-// when the lock is gone or names another pod; then, retried with HAMi's
-// backoff on any error, GET the node again and delete the lock with a
-// merge patch carrying the node's resourceVersion, unless it has gone or
-// changed hands meanwhile. A legacy lock (a bare time) is released only if
+// releaseLock is HAMi's nodelock.ReleaseNodeLock of the lock key: GET the
+// node and leave when the lock is gone or names another pod; then, retried
+// with HAMi's backoff on any error, GET the node again and delete the lock
+// with a merge patch carrying the node's resourceVersion, unless it has
+// gone or changed hands meanwhile. A legacy lock (a bare time) is released only if
 // it is still the value first read.
-func (dp *devicePlugin) releaseLock(ctx context.Context, pod *corev1.Pod) error {
+func (dp *devicePlugin) releaseLock(ctx context.Context, pod *corev1.Pod, key string) error {
 	n, err := dp.client.Nodes().Get(ctx, dp.node, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
-	first, held := n.Annotations[devices.NodeLock]
+	first, held := n.Annotations[key]
 	if !held || !lockHeldBy(first, pod.Namespace, pod.Name) {
 		return nil
 	}
@@ -195,7 +230,7 @@ func (dp *devicePlugin) releaseLock(ctx context.Context, pod *corev1.Pod) error 
 		if err != nil {
 			return err
 		}
-		current, held := n.Annotations[devices.NodeLock]
+		current, held := n.Annotations[key]
 		switch {
 		case !held:
 			return nil
@@ -206,7 +241,7 @@ func (dp *devicePlugin) releaseLock(ctx context.Context, pod *corev1.Pod) error 
 		case !lockHeldBy(current, pod.Namespace, pod.Name):
 			return nil
 		}
-		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null},"resourceVersion":%q}}`, devices.NodeLock, n.ResourceVersion)
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:null},"resourceVersion":%q}}`, key, n.ResourceVersion)
 		_, err = dp.client.Nodes().Patch(ctx, dp.node, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	})

@@ -131,7 +131,7 @@ func TestAllocateCallOrder(t *testing.T) {
 			dp := &devicePlugin{node: "n1", client: client.CoreV1(), mismatched: &mismatched,
 				failing: func(string, string) bool { return tt.fail }}
 
-			err := dp.Allocate(context.Background(), pod, tt.want)
+			err := dp.Allocate(context.Background(), pod, nvidiaKind.plugins[0], 0, tt.want)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("Allocate() error = %v, want %q", err, tt.wantErr)
 			}
@@ -171,7 +171,7 @@ func TestAllocateTwoContainers(t *testing.T) {
 	calls := recordCalls(client)
 	dp := &devicePlugin{node: "n1", client: client.CoreV1(), mismatched: &atomic.Int64{}}
 	for _, want := range []int{1, 2} {
-		if err := dp.Allocate(context.Background(), pod, want); err != nil {
+		if err := dp.Allocate(context.Background(), pod, nvidiaKind.plugins[0], want-1, want); err != nil {
 			t.Fatalf("Allocate(%d cards): %v", want, err)
 		}
 	}
@@ -197,7 +197,7 @@ func TestReleaseLockChangedHands(t *testing.T) {
 	})
 	calls := recordCalls(client)
 	dp := &devicePlugin{node: "n1", client: client.CoreV1(), mismatched: &atomic.Int64{}}
-	if err := dp.releaseLock(context.Background(), pod); err != nil {
+	if err := dp.releaseLock(context.Background(), pod, devices.NodeLock); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := strings.Join(*calls, "|"), "get nodes n1|get nodes n1"; got != want {

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
-	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
 // SimulatedLabel marks the nodes this package builds; an Agent serves the
@@ -36,6 +35,8 @@ type registeredCard struct {
 	// MIGProfiles: mig mode only; the inner keys are always written.
 	MIGProfiles []migProfile `json:"migProfiles,omitempty"`
 	Health      bool         `json:"health,omitempty"`
+	// CustomInfo: vendor details (Vastai's DeviceStrategy and AIC).
+	CustomInfo map[string]any `json:"custominfo,omitempty"`
 }
 
 // migProfile is one element of a card's migProfiles (HAMi's
@@ -230,9 +231,10 @@ func RegisterAnnotation(node string, s Spec) string {
 }
 
 // Build builds the spec's nodes, named prefix-first, prefix-(first+1), ...:
-// Ready, with the register annotation, and nvidia.com/gpu capacity and
-// allocatable of cards x split as HAMi's device plugin advertises them.
-// Callers may add labels or taints before creating them.
+// Ready, with what the vendor's device plugin puts on its Node (for
+// NVIDIA the register annotation and nvidia.com/gpu capacity and
+// allocatable of cards x split; see ParseSpec for the others). Callers may
+// add labels or taints before creating them.
 func (s Spec) Build(prefix string, first int) []*corev1.Node {
 	nodes := make([]*corev1.Node, 0, s.Nodes)
 	for i := range s.Nodes {
@@ -241,16 +243,34 @@ func (s Spec) Build(prefix string, first int) []*corev1.Node {
 	return nodes
 }
 
+// AddTo adds the spec's cards (its vendor's annotations, labels and
+// capacity) to a node built from another spec, for nodes with cards of
+// two vendors. The spec's node count is not used.
+func (s Spec) AddTo(n *corev1.Node) {
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	if n.Status.Capacity == nil {
+		n.Status.Capacity = corev1.ResourceList{}
+	}
+	if n.Status.Allocatable == nil {
+		n.Status.Allocatable = corev1.ResourceList{}
+	}
+	kindOf(s).inventory(n, s)
+}
+
 func (s Spec) node(name string, ordinal int) *corev1.Node {
 	resources := corev1.ResourceList{
 		corev1.ResourceCPU:              resource.MustParse("64"),
 		corev1.ResourceMemory:           resource.MustParse("512Gi"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
 		corev1.ResourcePods:             resource.MustParse("256"),
-		nvidia.DefaultCountName:         *resource.NewQuantity(int64(s.Cards)*int64(s.Split), resource.DecimalSI),
 	}
 	now := metav1.Now()
-	return &corev1.Node{
+	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name,
 			Labels: map[string]string{
@@ -260,7 +280,7 @@ func (s Spec) node(name string, ordinal int) *corev1.Node {
 				"gpu":                  "on",
 				SimulatedLabel:         "true",
 			},
-			Annotations: map[string]string{nvidia.RegisterAnnotation: RegisterAnnotation(name, s)},
+			Annotations: map[string]string{},
 		},
 		Status: corev1.NodeStatus{
 			Capacity:    resources,
@@ -280,6 +300,8 @@ func (s Spec) node(name string, ordinal int) *corev1.Node {
 			},
 		},
 	}
+	kindOf(s).inventory(n, s)
+	return n
 }
 
 // Create creates the nodes, a few at a time.
