@@ -37,9 +37,12 @@ func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod
 // lock's critical path, and harmless before binding (a device plugin finds
 // its pod through the lock, or among the pods bound to its node). The patch
 // applies only to the pod with pod's UID, not to a pod that took its name
-// since. On failure after the patch, an error is returned and Unreserve
-// rolls the cache back, marks the assignment failed and releases the lock
-// if the pod holds it.
+// since. On failure an error is returned and Unreserve rolls the cache
+// back; once the pod holds the lock (the hand-over has begun), Unreserve
+// also marks the assignment failed and releases the lock. A pod that never
+// got the lock keeps its assignment, unbound, as HAMi leaves what its
+// Filter wrote: no device plugin serves an unbound pod, and the next
+// attempt writes its own.
 func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	s, fit, st := p.chosenFit(ctx, state, pod, nodeName)
@@ -65,9 +68,6 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 		p.bindingFailed(pod, err)
 		return fwk.AsStatus(err)
 	}
-	s.mu.Lock()
-	s.handedOver = nodeName
-	s.mu.Unlock()
 	// Vendors with a lock of their own (Cambricon's), see vendorlock.go;
 	// Unreserve releases them.
 	if st := p.takeVendorLocks(ctx, state, pod, nodeName, s.requests); st != nil {
@@ -84,6 +84,11 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 			return fwk.AsStatus(err)
 		}
 	}
+	// From here on the node's device plugin may serve the pod once it is
+	// bound: a failure must be undone (Unreserve).
+	s.mu.Lock()
+	s.handedOver = nodeName
+	s.mu.Unlock()
 	p.handOvers.start(pod.UID, time.Now())
 	logger.V(3).Info("Device assignment written and node locked", "pod", klog.KObj(pod), "node", nodeName)
 	return nil

@@ -102,13 +102,15 @@ func TestPreBindGivesUpOnABusyNode(t *testing.T) {
 	if st.IsSuccess() || !strings.Contains(st.Message(), "held by another pod") {
 		t.Fatalf("PreBind status = %v, want busy", st)
 	}
-	// The framework calls Unreserve after a failed PreBind: the assignment
-	// written before the lock is marked failed, and the holder keeps its
-	// lock.
+	// The framework calls Unreserve after a failed PreBind. The pod never
+	// held the lock: its assignment stays on the unbound pod (HAMi leaves
+	// what its Filter wrote; no device plugin serves an unbound pod), not
+	// marked failed, since another replica may already own the pod's next
+	// attempt; the holder keeps its lock.
 	h.plugin.Unreserve(h.ctx, state, pod, "n1")
 	got, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
-	if phase := got.Annotations[devices.BindPhase]; phase != devices.BindPhaseFailed {
-		t.Errorf("bind phase %q after the lock was not had, want %s so no device plugin serves it", phase, devices.BindPhaseFailed)
+	if phase := got.Annotations[devices.BindPhase]; phase != devices.BindPhaseAllocating || got.Spec.NodeName != "" {
+		t.Errorf("bind phase %q, node %q after the lock was not had; want the assignment left, unbound", phase, got.Spec.NodeName)
 	}
 	n, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
 	if lock := n.Annotations[devices.NodeLock]; !strings.HasSuffix(lock, ",default,holder") {

@@ -120,12 +120,12 @@ func TestPreBindTakesCambriconLock(t *testing.T) {
 				if _, ok := got.Annotations[devices.NodeLock]; ok {
 					t.Error("hami.io/mutex.lock taken by a failed PreBind")
 				}
-				// The assignment is written before the locks; Unreserve
-				// marks it failed so no device plugin serves it.
+				// The assignment is written before the locks and, the
+				// hand-over not begun, left on the unbound pod.
 				h.plugin.Unreserve(h.ctx, state, tt.pod, "n1")
 				pod, _ = h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
-				if phase := pod.Annotations[devices.BindPhase]; phase != devices.BindPhaseFailed {
-					t.Errorf("bind phase %q after a failed PreBind and Unreserve, want %s", phase, devices.BindPhaseFailed)
+				if phase := pod.Annotations[devices.BindPhase]; phase != devices.BindPhaseAllocating || pod.Spec.NodeName != "" {
+					t.Errorf("bind phase %q, node %q after a failed PreBind and Unreserve; want the assignment left, unbound", phase, pod.Spec.NodeName)
 				}
 				return
 			}

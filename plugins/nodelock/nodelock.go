@@ -377,9 +377,10 @@ func (l *Locker) notTheHolder(holder *corev1.Pod, node, value string, taken time
 	return ""
 }
 
-// Release deletes the node's lock if pod holds it. A lock held by anyone
-// else is left alone, and so is a lock naming pod that this Locker wrote
-// for another pod of the same name (a recreated pod's).
+// Release deletes the node's lock if this Locker wrote it for pod (its
+// UID). Any other lock is left alone, also one naming pod that this Locker
+// did not write: another scheduler (a replica that took over after this
+// one lost its lease) may have taken it for the pod's next attempt.
 func (l *Locker) Release(ctx context.Context, nodeName string, pod *corev1.Pod) error {
 	// Release runs only when a hand-over fails: it reads the API server, not
 	// the informer, which may not show the lock this Locker just wrote.
@@ -395,7 +396,7 @@ func (l *Locker) Release(ctx context.Context, nodeName string, pod *corev1.Pod) 
 		if _, ns, name, err := Parse(value); err != nil || ns != pod.Namespace || name != pod.Name {
 			return nil
 		}
-		if uid, ok := l.wroteFor(nodeName, value); ok && uid != pod.UID {
+		if uid, ok := l.wroteFor(nodeName, value); !ok || uid != pod.UID {
 			return nil
 		}
 		err = l.patchLock(ctx, node, "")

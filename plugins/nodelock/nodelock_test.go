@@ -185,8 +185,10 @@ func TestLockWaitsForRelease(t *testing.T) {
 	client := fake.NewClientset(node(Value(time.Now(), pod("default", "other"))), pod("default", "other"))
 	l := New(client, 5*time.Minute, 10*time.Second)
 	go func() {
+		// The holder's device plugin releases the lock.
 		time.Sleep(100 * time.Millisecond)
-		_ = New(client, time.Minute, 0).Release(context.Background(), "n1", pod("default", "other"))
+		release := `{"metadata":{"annotations":{"` + devices.NodeLock + `":null}}}`
+		_, _ = client.CoreV1().Nodes().Patch(context.Background(), "n1", types.MergePatchType, []byte(release), metav1.PatchOptions{})
 	}()
 	if err := l.Lock(context.Background(), "n1", pod("default", "me")); err != nil {
 		t.Fatalf("Lock after the holder released: %v", err)
@@ -213,7 +215,7 @@ func TestRelease(t *testing.T) {
 		written  *ownLock
 		wantLock bool
 	}{
-		{name: "own lock is deleted", lock: mine, wantLock: false},
+		{name: "a lock naming the pod that this Locker did not write is kept (another replica's, for the pod's next attempt)", lock: mine, wantLock: true},
 		{name: "own lock written for this UID is deleted", lock: mine, written: &ownLock{mine, "uid-me"}, wantLock: false},
 		{name: "lock written for another pod of the same name is kept", lock: mine, written: &ownLock{mine, "uid-newer"}, wantLock: true},
 		{name: "another pod's lock is kept", lock: Value(now, pod("default", "other")), wantLock: true},
