@@ -30,9 +30,10 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 // before the policy applies, as HAMi adds ScoreNode to its node score.
 // HAMi's points (base 0-30) are scaled onto 0 to fwk.MaxNodeScore and
 // capped. A pod asking a vendor with a policy-aware score (MetaX,
-// Kunlunxin) is scored by HAMi's sum instead (vendorscore.go). A pod
-// PreFilter skipped scores 0 everywhere (PreScore normally spares it the
-// call).
+// Kunlunxin) is scored by HAMi's sum instead (vendorscore.go). With
+// nodeQueueLimit, the node's queue rounds come before the policy score
+// (queuescore.go). A pod PreFilter skipped scores 0 everywhere (PreScore
+// normally spares it the call).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil {
