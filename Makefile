@@ -94,7 +94,7 @@ fuzz:
 # Production binaries never import a test package, nor Helm (only
 # hack/render-manifests and the tests render the chart).
 layout:
-	@bad=$$($(GO) list -deps ./cmd/... | grep -E '/hami-scheduler/test|^helm\.sh/' || true); \
+	@bad=$$($(GO) list -deps ./cmd/... | grep -E '/hami-scheduler/test|/hami-scheduler/.*test$$|^helm\.sh/' || true); \
 	if [ -n "$$bad" ]; then echo "binaries import test packages or Helm:"; echo "$$bad"; exit 1; fi
 
 vet:

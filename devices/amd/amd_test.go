@@ -6,10 +6,17 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/devicestest"
+)
+
+// The fixtures every vendor's tests share.
+var (
+	res    = devicestest.Resources
+	limits = devicestest.Limits
+	pod    = devicestest.Pod
 )
 
 // Register strings: HAMi's test fixture and the spec's MI300X example.
@@ -17,25 +24,6 @@ const (
 	hamiRegister  = `[{"id":"GPU-0","index":0,"count":1,"devmem":8192,"devcore":100,"type":"amd","numa":0,"health":true}]`
 	mi300Register = `[{"id":"GPU-0","index":0,"count":4,"devmem":196608,"devcore":304,"type":"AMD Instinct MI300X VF","numa":0,"mode":"hami-core","health":true}]`
 )
-
-func res(kv ...string) corev1.ResourceList {
-	rl := corev1.ResourceList{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		rl[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return rl
-}
-
-func limits(name string, kv ...string) corev1.Container {
-	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Limits: res(kv...)}}
-}
-
-func pod(annotations map[string]string, containers ...corev1.Container) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: annotations},
-		Spec:       corev1.PodSpec{Containers: containers},
-	}
-}
 
 func node(register string, capacity corev1.ResourceList) *corev1.Node {
 	return &corev1.Node{

@@ -7,11 +7,18 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/devicestest"
+)
+
+// The fixtures every vendor's tests share.
+var (
+	res    = devicestest.Resources
+	limits = devicestest.Limits
+	pod    = devicestest.Pod
 )
 
 // Register strings as HAMi's docs and tests write them.
@@ -21,25 +28,6 @@ const (
 	hamiRegister5   = "test-0,1,1024,100,DCU:"
 	twoCardRegister = "DCU-a,4,65520,100,DCU-K100_AI,0,true:DCU-b,4,65520,100,DCU-Z100L,1,true,1,hami-core:"
 )
-
-func res(kv ...string) corev1.ResourceList {
-	rl := corev1.ResourceList{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		rl[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return rl
-}
-
-func limits(name string, kv ...string) corev1.Container {
-	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Limits: res(kv...)}}
-}
-
-func pod(annotations map[string]string, containers ...corev1.Container) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: annotations},
-		Spec:       corev1.PodSpec{Containers: containers},
-	}
-}
 
 func node(annotations map[string]string, allocatable corev1.ResourceList) *corev1.Node {
 	return &corev1.Node{

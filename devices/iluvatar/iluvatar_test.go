@@ -7,10 +7,17 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/devicestest"
+)
+
+// The fixtures every vendor's tests share.
+var (
+	res    = devicestest.Resources
+	limits = devicestest.Limits
+	pod    = devicestest.Pod
 )
 
 // Register strings from HAMi's tests and the spec.
@@ -18,22 +25,6 @@ const (
 	hamiRegister = "GPU-bad51c5a-ed4c-591d-91bf-c04a12e19eae,10,8192,100,MR-V100,0,true:"
 	specRegister = "GPU-bad5,10,32768,100,BI-V150,0,true:"
 )
-
-func res(kv ...string) corev1.ResourceList {
-	rl := corev1.ResourceList{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		rl[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return rl
-}
-
-func limits(name string, kv ...string) corev1.Container {
-	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Limits: res(kv...)}}
-}
-
-func pod(annotations map[string]string, containers ...corev1.Container) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: annotations}, Spec: corev1.PodSpec{Containers: containers}}
-}
 
 func node(annotations map[string]string, allocatable corev1.ResourceList) *corev1.Node {
 	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Annotations: annotations}, Status: corev1.NodeStatus{Allocatable: allocatable}}

@@ -12,6 +12,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/devicestest"
+)
+
+// The fixtures every vendor's tests share.
+var (
+	res    = devicestest.Resources
+	limits = devicestest.Limits
+	pod    = devicestest.Pod
 )
 
 const (
@@ -22,24 +30,6 @@ const (
 )
 
 // res builds a resource list from name, quantity pairs.
-func res(kv ...string) corev1.ResourceList {
-	rl := corev1.ResourceList{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		rl[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
-	}
-	return rl
-}
-
-func limits(name string, kv ...string) corev1.Container {
-	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Limits: res(kv...)}}
-}
-
-func pod(annotations map[string]string, containers ...corev1.Container) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Annotations: annotations},
-		Spec:       corev1.PodSpec{Containers: containers},
-	}
-}
 
 func node(annotations map[string]string, allocatable corev1.ResourceList) *corev1.Node {
 	return &corev1.Node{
