@@ -164,6 +164,27 @@ func (c Config) Validate() error {
 	return nil
 }
 
+// Renamable are the resources besides the count that a vendor lets Config
+// rename.
+type Renamable uint8
+
+const (
+	RenameMemory Renamable = 1 << iota
+	RenameCores
+)
+
+// OnlyRenames reports whether c sets nothing but its name, its node
+// defaults, its count resource's name and the names r allows: the whole
+// configuration of vendors whose webhook applies no defaults and that read
+// no payload.
+func (c Config) OnlyRenames(r Renamable) bool {
+	return (r&RenameMemory != 0 || c.ResourceMemoryName == "") &&
+		(r&RenameCores != 0 || c.ResourceCoresName == "") &&
+		c.ResourceMemoryPercentageName == "" && c.ResourcePriorityName == "" &&
+		c.DefaultMemoryMiB == 0 && c.DefaultCores == 0 && c.DefaultCount == nil && c.MemoryFactor == 0 &&
+		c.RuntimeClassName == "" && !c.OverwriteEnv && c.CorePolicy == "" && len(c.MIGProfiles) == 0 && c.Vendor == nil
+}
+
 // Registry holds the enabled vendors in a fixed order.
 type Registry struct {
 	vendors []Vendor

@@ -249,3 +249,37 @@ func TestInitContainersSucceeded(t *testing.T) {
 		})
 	}
 }
+
+func TestOnlyRenames(t *testing.T) {
+	one := int32(1)
+	tests := []struct {
+		name  string
+		cfg   Config
+		allow Renamable
+		want  bool
+	}{
+		{name: "name alone", cfg: Config{Name: "x"}, want: true},
+		{name: "count renamed", cfg: Config{Name: "x", ResourceCountName: "x.com/c"}, want: true},
+		{name: "node defaults", cfg: Config{Name: "x", NodeDefaults: NodeDefaults{SplitCount: 4}}, want: true},
+		{name: "memory renamed, not allowed", cfg: Config{Name: "x", ResourceMemoryName: "x.com/m"}, want: false},
+		{name: "memory renamed, allowed", cfg: Config{Name: "x", ResourceMemoryName: "x.com/m"}, allow: RenameMemory, want: true},
+		{name: "cores renamed, not allowed", cfg: Config{Name: "x", ResourceCoresName: "x.com/k"}, allow: RenameMemory, want: false},
+		{name: "cores renamed, allowed", cfg: Config{Name: "x", ResourceCoresName: "x.com/k"}, allow: RenameCores, want: true},
+		{name: "percentage renamed", cfg: Config{Name: "x", ResourceMemoryPercentageName: "x.com/p"}, allow: RenameMemory | RenameCores, want: false},
+		{name: "priority renamed", cfg: Config{Name: "x", ResourcePriorityName: "x.com/q"}, allow: RenameMemory | RenameCores, want: false},
+		{name: "default memory", cfg: Config{Name: "x", DefaultMemoryMiB: 1}, want: false},
+		{name: "default cores", cfg: Config{Name: "x", DefaultCores: 1}, want: false},
+		{name: "default count", cfg: Config{Name: "x", DefaultCount: &one}, want: false},
+		{name: "memory factor", cfg: Config{Name: "x", MemoryFactor: 2}, want: false},
+		{name: "runtime class", cfg: Config{Name: "x", RuntimeClassName: "r"}, want: false},
+		{name: "overwrite env", cfg: Config{Name: "x", OverwriteEnv: true}, want: false},
+		{name: "core policy", cfg: Config{Name: "x", CorePolicy: "force"}, want: false},
+		{name: "MIG profiles", cfg: Config{Name: "x", MIGProfiles: []MIGProfileAllow{{}}}, want: false},
+		{name: "payload", cfg: Config{Name: "x", Vendor: struct{}{}}, want: false},
+	}
+	for _, tt := range tests {
+		if got := tt.cfg.OnlyRenames(tt.allow); got != tt.want {
+			t.Errorf("%s: OnlyRenames(%b) = %v, want %v", tt.name, tt.allow, got, tt.want)
+		}
+	}
+}

@@ -87,9 +87,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ResourceMemoryName != "" || cfg.ResourceMemoryPercentageName != "" || cfg.ResourcePriorityName != "" ||
-		cfg.DefaultMemoryMiB != 0 || cfg.DefaultCores != 0 || cfg.DefaultCount != nil || cfg.MemoryFactor != 0 ||
-		cfg.RuntimeClassName != "" || cfg.OverwriteEnv || cfg.CorePolicy != "" || len(cfg.MIGProfiles) > 0 || cfg.Vendor != nil {
+	if !cfg.OnlyRenames(devices.RenameCores) {
 		return nil, fmt.Errorf("vendor %s: AWS Neuron takes only resourceCountName and resourceCoresName", cfg.Name)
 	}
 	return &Vendor{names: devices.ResourceNames{

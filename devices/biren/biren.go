@@ -46,10 +46,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ResourceMemoryName != "" || cfg.ResourceCoresName != "" || cfg.ResourceMemoryPercentageName != "" ||
-		cfg.ResourcePriorityName != "" || cfg.DefaultMemoryMiB != 0 || cfg.DefaultCores != 0 || cfg.DefaultCount != nil ||
-		cfg.MemoryFactor != 0 || cfg.RuntimeClassName != "" || cfg.OverwriteEnv || cfg.CorePolicy != "" ||
-		len(cfg.MIGProfiles) > 0 || cfg.Vendor != nil {
+	if !cfg.OnlyRenames(0) {
 		return nil, fmt.Errorf("vendor %s: Biren takes only resourceCountName", cfg.Name)
 	}
 	name := cfg.ResourceCountName

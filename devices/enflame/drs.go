@@ -83,9 +83,7 @@ func NewDRS(cfg devices.Config) (*DRS, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ResourceMemoryPercentageName != "" || cfg.ResourcePriorityName != "" || cfg.DefaultMemoryMiB != 0 ||
-		cfg.DefaultCores != 0 || cfg.DefaultCount != nil || cfg.MemoryFactor != 0 || cfg.RuntimeClassName != "" ||
-		cfg.OverwriteEnv || cfg.CorePolicy != "" || len(cfg.MIGProfiles) > 0 || cfg.Vendor != nil {
+	if !cfg.OnlyRenames(devices.RenameMemory | devices.RenameCores) {
 		return nil, fmt.Errorf("vendor %s: Enflame DRS takes only resourceCountName, resourceMemoryName and resourceCoresName", cfg.Name)
 	}
 	or := func(name, def string) corev1.ResourceName {

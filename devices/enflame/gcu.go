@@ -41,10 +41,7 @@ func NewGCU(cfg devices.Config) (*GCU, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ResourceMemoryName != "" || cfg.ResourceCoresName != "" || cfg.ResourceMemoryPercentageName != "" ||
-		cfg.ResourcePriorityName != "" || cfg.DefaultMemoryMiB != 0 || cfg.DefaultCores != 0 || cfg.DefaultCount != nil ||
-		cfg.MemoryFactor != 0 || cfg.RuntimeClassName != "" || cfg.OverwriteEnv || cfg.CorePolicy != "" ||
-		len(cfg.MIGProfiles) > 0 || cfg.Vendor != nil {
+	if !cfg.OnlyRenames(0) {
 		return nil, fmt.Errorf("vendor %s: whole Enflame GCUs take only resourceCountName (resourceNameGCU)", cfg.Name)
 	}
 	name := cfg.ResourceCountName

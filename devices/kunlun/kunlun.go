@@ -57,10 +57,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ResourceMemoryName != "" || cfg.ResourceMemoryPercentageName != "" || cfg.ResourceCoresName != "" ||
-		cfg.ResourcePriorityName != "" || cfg.DefaultMemoryMiB != 0 || cfg.DefaultCores != 0 || cfg.DefaultCount != nil ||
-		cfg.MemoryFactor != 0 || cfg.RuntimeClassName != "" || cfg.OverwriteEnv || cfg.CorePolicy != "" ||
-		len(cfg.MIGProfiles) > 0 || cfg.NodeDefaults != (devices.NodeDefaults{}) || cfg.Vendor != nil {
+	if !cfg.OnlyRenames(0) || cfg.NodeDefaults != (devices.NodeDefaults{}) {
 		return nil, fmt.Errorf("vendor %s: a whole Kunlunxin XPU has only a count resource (resourceCountName)", cfg.Name)
 	}
 	name := cfg.ResourceCountName

@@ -82,9 +82,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.ResourceMemoryPercentageName != "" || cfg.ResourcePriorityName != "" || cfg.DefaultMemoryMiB != 0 ||
-		cfg.DefaultCores != 0 || cfg.DefaultCount != nil || cfg.MemoryFactor != 0 || cfg.RuntimeClassName != "" ||
-		cfg.OverwriteEnv || cfg.CorePolicy != "" || len(cfg.MIGProfiles) > 0 || cfg.Vendor != nil {
+	if !cfg.OnlyRenames(devices.RenameMemory | devices.RenameCores) {
 		return nil, fmt.Errorf("vendor %s: Moore Threads takes only resourceCountName, resourceMemoryName and resourceCoresName", cfg.Name)
 	}
 	return &Vendor{names: devices.ResourceNames{
