@@ -134,13 +134,8 @@ func (h *handOvers) drop(uid types.UID) {
 // observe records the hand-over of pod when its bind-phase says the device
 // plugin is done with it.
 func (h *handOvers) observe(pod *corev1.Pod, now time.Time) {
-	var result string
-	switch pod.Annotations[devices.BindPhase] {
-	case devices.BindPhaseSuccess:
-		result = "success"
-	case devices.BindPhaseFailed:
-		result = "failed"
-	default:
+	result := handOverResult(pod)
+	if result == "" {
 		return
 	}
 	h.mu.Lock()
@@ -150,6 +145,19 @@ func (h *handOvers) observe(pod *corev1.Pod, now time.Time) {
 	if ok {
 		handOverDuration.WithLabelValues(result).Observe(now.Sub(start).Seconds())
 	}
+}
+
+// handOverResult is how the node's device plugin ended the pod's
+// hand-over, by its bind phase: "success", "failed", or "" while it has
+// not.
+func handOverResult(pod *corev1.Pod) string {
+	switch pod.Annotations[devices.BindPhase] {
+	case devices.BindPhaseSuccess:
+		return "success"
+	case devices.BindPhaseFailed:
+		return "failed"
+	}
+	return ""
 }
 
 // sourceSet is the plugins (one per scheduler profile enabling HAMi) whose

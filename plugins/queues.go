@@ -5,8 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/hami-scheduler/hami-scheduler/devices"
 )
 
 // nodeQueues counts, per node, the pods this scheduler is handing over to
@@ -63,8 +61,7 @@ func (q *nodeQueues) len(node string) int {
 // observe ends the pod's hand-over when the API shows its device plugin
 // served it.
 func (q *nodeQueues) observe(pod *corev1.Pod) {
-	switch pod.Annotations[devices.BindPhase] {
-	case devices.BindPhaseSuccess, devices.BindPhaseFailed:
+	if handOverResult(pod) != "" {
 		q.remove(pod.UID)
 	}
 }
