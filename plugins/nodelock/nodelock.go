@@ -228,7 +228,7 @@ func (l *Locker) lock(ctx context.Context, nodeName string, pod *corev1.Pod) err
 	delay := 50 * time.Millisecond
 	for {
 		changed := l.changes.next(nodeName)
-		held, err := l.try(ctx, nodeName, pod)
+		node, held, err := l.try(ctx, nodeName, pod)
 		if held || err != nil {
 			return err
 		}
@@ -236,7 +236,7 @@ func (l *Locker) lock(ctx context.Context, nodeName string, pod *corev1.Pod) err
 		if l.nodes == nil {
 			// No informer: poll the API server with a growing delay.
 			if delay >= remaining {
-				return l.busy(ctx, nodeName)
+				return busy(node)
 			}
 			if err := sleep(ctx, jitter(delay), nil); err != nil {
 				return err
@@ -245,7 +245,7 @@ func (l *Locker) lock(ctx context.Context, nodeName string, pod *corev1.Pod) err
 			continue
 		}
 		if remaining <= 0 {
-			return l.busy(ctx, nodeName)
+			return busy(node)
 		}
 		if err := sleep(ctx, min(jitter(l.recheck), remaining), changed); err != nil {
 			return err
@@ -256,43 +256,39 @@ func (l *Locker) lock(ctx context.Context, nodeName string, pod *corev1.Pod) err
 // try makes one attempt at the lock: it reads the node, and writes the lock
 // when the rules let pod have it. held reports that pod holds the lock now;
 // false with no error means wait and try again (held by another pod, or a
-// conflicting write).
-func (l *Locker) try(ctx context.Context, nodeName string, pod *corev1.Pod) (held bool, err error) {
-	node, err := l.readNode(ctx, nodeName)
+// conflicting write). node is the node as read.
+func (l *Locker) try(ctx context.Context, nodeName string, pod *corev1.Pod) (node *corev1.Node, held bool, err error) {
+	node, err = l.readNode(ctx, nodeName)
 	if err != nil {
-		return false, fmt.Errorf("read node %s for its lock: %w", nodeName, err)
+		return nil, false, fmt.Errorf("read node %s for its lock: %w", nodeName, err)
 	}
 	free, takeOver, err := l.mayTake(ctx, node, pod)
 	if errors.Is(err, errHeldByPod) {
-		return true, nil
+		return node, true, nil
 	}
 	if err != nil || !free {
-		return false, err
+		return node, false, err
 	}
 	value := Value(l.now(), pod)
 	err = l.patchLock(ctx, node, value)
 	if apierrors.IsConflict(err) {
-		return false, nil
+		return node, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("take lock on node %s: %w", nodeName, err)
+		return node, false, fmt.Errorf("take lock on node %s: %w", nodeName, err)
 	}
 	l.remember(nodeName, value, pod.UID)
 	if takeOver != "" && l.Observer.TookOver != nil {
 		l.Observer.TookOver(takeOver)
 	}
 	klog.FromContext(ctx).V(4).Info("Node lock taken", "node", nodeName, "pod", klog.KObj(pod))
-	return true, nil
+	return node, true, nil
 }
 
 // busy is the error of a Lock that waited as long as it may, naming the
-// lock it last saw.
-func (l *Locker) busy(ctx context.Context, nodeName string) error {
-	value := ""
-	if node, err := l.readNode(ctx, nodeName); err == nil {
-		value = node.Annotations[devices.NodeLock]
-	}
-	return fmt.Errorf("node %s: %w (%s)", nodeName, ErrBusy, value)
+// lock it last saw on node.
+func busy(node *corev1.Node) error {
+	return fmt.Errorf("node %s: %w (%s)", node.Name, ErrBusy, node.Annotations[devices.NodeLock])
 }
 
 var errHeldByPod = errors.New("lock already held by this pod")
