@@ -146,6 +146,19 @@ func CountOnlyRequest(name corev1.ResourceName) func(*corev1.Container) (Request
 	}
 }
 
+// WholeCardRequest reads a container that asks for whole cards by count
+// (resource name): each card is asked with all its memory and all its
+// cores, so it fits only an unused card.
+func WholeCardRequest(name corev1.ResourceName) func(*corev1.Container) (Request, error) {
+	return func(c *corev1.Container) (Request, error) {
+		n, _, err := ContainerQuantity(c, name)
+		if err != nil || n <= 0 {
+			return Request{}, err
+		}
+		return Request{Count: n, MemoryPercent: 100, Cores: 100}, nil
+	}
+}
+
 // UUIDPreferences are the card preferences of a vendor whose pods choose
 // cards by uuid alone (use and avoid annotation keys), plus the card
 // policy annotation.

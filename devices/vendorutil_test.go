@@ -75,3 +75,30 @@ func TestKeepModel(t *testing.T) {
 		t.Errorf("SplitUpperList() = %q", got)
 	}
 }
+
+// TestCountRequests: the two readers of count-only containers, and how
+// ParseContainers collects them.
+func TestCountRequests(t *testing.T) {
+	c := func(q string) *corev1.Container {
+		return &corev1.Container{Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"x/c": resource.MustParse(q)}}}
+	}
+	tests := []struct {
+		name  string
+		read  func(*corev1.Container) (Request, error)
+		c     *corev1.Container
+		want  Request
+		error bool
+	}{
+		{name: "count only: whole memory, no cores", read: CountOnlyRequest("x/c"), c: c("2"), want: Request{Count: 2, MemoryPercent: 100}},
+		{name: "whole card: all memory, all cores", read: WholeCardRequest("x/c"), c: c("2"), want: Request{Count: 2, MemoryPercent: 100, Cores: 100}},
+		{name: "whole card: zero asks nothing", read: WholeCardRequest("x/c"), c: c("0")},
+		{name: "whole card: not asked", read: WholeCardRequest("x/other"), c: c("1")},
+		{name: "whole card: a fraction is an error", read: WholeCardRequest("x/c"), c: c("0.5"), error: true},
+	}
+	for _, tt := range tests {
+		got, err := tt.read(tt.c)
+		if (err != nil) != tt.error || got != tt.want {
+			t.Errorf("%s: %+v, %v; want %+v (error %v)", tt.name, got, err, tt.want, tt.error)
+		}
+	}
+}

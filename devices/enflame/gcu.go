@@ -109,30 +109,25 @@ func capacityChanged(old, updated *corev1.Node, name corev1.ResourceName) bool {
 // ParsePod implements devices.Vendor: the count (limits, else requests)
 // in whole GCUs, each recorded as 100 memory and 100 cores.
 func (v *GCU) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
-	var req devices.PodRequest
-	asked := false
-	for _, c := range devices.Containers(pod) {
-		n, _, err := devices.ContainerQuantity(c, v.names.Count)
-		if err != nil {
-			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-		}
-		r := devices.Request{}
-		if n > 0 {
-			r = devices.Request{Count: n, MemoryMiB: 100, Cores: 100}
-			asked = true
-		}
-		req.Containers = append(req.Containers, r)
+	req, asked, err := devices.ParseContainers(pod, v.parseContainer)
+	if err != nil || !asked {
+		return devices.PodRequest{}, err
 	}
-	if !asked {
-		return devices.PodRequest{}, nil
-	}
-	req.Inits = len(pod.Spec.InitContainers)
 	// The card order follows the pod's policy (binpack, spread) as for
 	// every HAMi vendor; mutex changes nothing on one-share cards.
 	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, pod.Annotations[devices.CardPolicyAnnotation]); err != nil {
 		return devices.PodRequest{}, err
 	}
 	return req, nil
+}
+
+// parseContainer reads one container's count of whole GCUs.
+func (v *GCU) parseContainer(c *corev1.Container) (devices.Request, error) {
+	n, _, err := devices.ContainerQuantity(c, v.names.Count)
+	if err != nil || n <= 0 {
+		return devices.Request{}, err
+	}
+	return devices.Request{Count: n, MemoryMiB: 100, Cores: 100}, nil
 }
 
 // Fit implements devices.Vendor: a GCU fits when healthy and unused (count

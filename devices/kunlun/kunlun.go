@@ -127,24 +127,10 @@ func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
 // ParsePod implements devices.Vendor: whole cards; both uuid selector
 // pairs are kept (a card must pass both).
 func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
-	var req devices.PodRequest
-	asked := false
-	for _, c := range devices.Containers(pod) {
-		count, _, err := devices.ContainerQuantity(c, v.names.Count)
-		if err != nil {
-			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-		}
-		r := devices.Request{}
-		if count > 0 {
-			r = devices.Request{Count: count, MemoryPercent: 100, Cores: 100}
-			asked = true
-		}
-		req.Containers = append(req.Containers, r)
+	req, asked, err := devices.ParseContainers(pod, devices.WholeCardRequest(v.names.Count))
+	if err != nil || !asked {
+		return devices.PodRequest{}, err
 	}
-	if !asked {
-		return devices.PodRequest{}, nil
-	}
-	req.Inits = len(pod.Spec.InitContainers)
 	a := pod.Annotations
 	req.Preferences = devices.Preferences{
 		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation]),

@@ -131,31 +131,10 @@ func (v *VXPUVendor) InventoryChanged(old, updated *corev1.Node) bool {
 // (none: a whole XPU), cores = memory x 100 / 98304; both uuid selector
 // pairs; mutex takes unused cards only.
 func (v *VXPUVendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
-	var req devices.PodRequest
-	asked := false
-	for _, c := range devices.Containers(pod) {
-		count, _, err := devices.ContainerQuantity(c, v.names.Count)
-		if err != nil {
-			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-		}
-		r := devices.Request{}
-		if count > 0 {
-			asked = true
-			mem := int64(VXPUMaxMemoryMiB)
-			if m, ok, err := devices.ContainerQuantity(c, v.names.Memory); err != nil {
-				return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-			} else if ok {
-				// HAMi rounds an explicit 0 up to 24576 too.
-				mem = RoundVXPUMemory(int64(m))
-			}
-			r = devices.Request{Count: count, MemoryMiB: int32(mem), Cores: int32(mem * 100 / VXPUMaxMemoryMiB)}
-		}
-		req.Containers = append(req.Containers, r)
+	req, asked, err := devices.ParseContainers(pod, v.parseContainer)
+	if err != nil || !asked {
+		return devices.PodRequest{}, err
 	}
-	if !asked {
-		return devices.PodRequest{}, nil
-	}
-	req.Inits = len(pod.Spec.InitContainers)
 	a := pod.Annotations
 	req.Preferences = devices.Preferences{
 		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation]),
@@ -169,6 +148,23 @@ func (v *VXPUVendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 		return devices.PodRequest{}, err
 	}
 	return req, nil
+}
+
+// parseContainer reads one container: a count, and memory rounded up to a
+// template (none: a whole XPU) with cores in proportion.
+func (v *VXPUVendor) parseContainer(c *corev1.Container) (devices.Request, error) {
+	count, _, err := devices.ContainerQuantity(c, v.names.Count)
+	if err != nil || count <= 0 {
+		return devices.Request{}, err
+	}
+	mem := int64(VXPUMaxMemoryMiB)
+	if m, ok, err := devices.ContainerQuantity(c, v.names.Memory); err != nil {
+		return devices.Request{}, err
+	} else if ok {
+		// HAMi rounds an explicit 0 up to 24576 too.
+		mem = RoundVXPUMemory(int64(m))
+	}
+	return devices.Request{Count: count, MemoryMiB: int32(mem), Cores: int32(mem * 100 / VXPUMaxMemoryMiB)}, nil
 }
 
 // Fit implements devices.Vendor, HAMi's FitVXPU under the 8-card

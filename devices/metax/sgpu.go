@@ -218,24 +218,16 @@ func limitsOnly(c *corev1.Container) *corev1.Container {
 // (metax-tech.com/sgpu-app-class) are refused: their fit needs the app
 // class of every pod on a card, which devices.Usage does not carry.
 func (v *SGPUVendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
-	var req devices.PodRequest
-	asked := false
-	for _, c := range devices.Containers(pod) {
-		r, err := v.parseContainer(limitsOnly(c))
-		if err != nil {
-			return devices.PodRequest{}, fmt.Errorf("container %s: %w", c.Name, err)
-		}
-		asked = asked || !r.IsZero()
-		req.Containers = append(req.Containers, r)
-	}
-	if !asked {
-		return devices.PodRequest{}, nil
+	req, asked, err := devices.ParseContainers(pod, func(c *corev1.Container) (devices.Request, error) {
+		return v.parseContainer(limitsOnly(c))
+	})
+	if err != nil || !asked {
+		return devices.PodRequest{}, err
 	}
 	a := pod.Annotations
 	if class, ok := a[AppClassAnnotation]; ok {
 		return devices.PodRequest{}, fmt.Errorf("annotation %s=%q: app-class sGPU pods are not supported by this scheduler yet", AppClassAnnotation, class)
 	}
-	req.Inits = len(pod.Spec.InitContainers)
 	req.Preferences = devices.Preferences{
 		UseUUIDs:   devices.SplitList(a[SGPUUseUUIDAnnotation]),
 		AvoidUUIDs: devices.SplitList(a[SGPUAvoidUUIDAnnotation]),
