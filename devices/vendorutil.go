@@ -107,6 +107,27 @@ func CountAllocatable(node *corev1.Node, name corev1.ResourceName) bool {
 	return ok && q.Sign() > 0
 }
 
+// WholeCapacity reads the node's capacity of the named resource, a whole
+// non-negative number; ok is false when the node has none.
+func WholeCapacity(node *corev1.Node, name corev1.ResourceName) (n int64, ok bool, err error) {
+	q, ok := node.Status.Capacity[name]
+	if !ok {
+		return 0, false, nil
+	}
+	n, exact := q.AsInt64()
+	if !exact || n < 0 {
+		return 0, false, fmt.Errorf("capacity %s %s is not a whole number >= 0", name, q.String())
+	}
+	return n, true, nil
+}
+
+// CapacityChanged reports whether the named capacity differs.
+func CapacityChanged(old, updated *corev1.Node, name corev1.ResourceName) bool {
+	oq, oldOK := old.Status.Capacity[name]
+	nq, newOK := updated.Status.Capacity[name]
+	return oldOK != newOK || oq.Cmp(nq) != 0
+}
+
 // AllocatableChanged reports whether the named allocatable differs.
 func AllocatableChanged(old, updated *corev1.Node, name corev1.ResourceName) bool {
 	oq, oldOK := old.Status.Allocatable[name]

@@ -102,3 +102,26 @@ func TestCountRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestWholeCapacity(t *testing.T) {
+	node := &corev1.Node{Status: corev1.NodeStatus{Capacity: corev1.ResourceList{
+		"x/n": resource.MustParse("4"), "x/frac": resource.MustParse("1.5"), "x/neg": resource.MustParse("-1"),
+	}}}
+	tests := []struct {
+		name  corev1.ResourceName
+		want  int64
+		ok    bool
+		error bool
+	}{
+		{name: "x/n", want: 4, ok: true},
+		{name: "x/none"},
+		{name: "x/frac", error: true},
+		{name: "x/neg", error: true},
+	}
+	for _, tt := range tests {
+		n, ok, err := WholeCapacity(node, tt.name)
+		if n != tt.want || ok != tt.ok || (err != nil) != tt.error {
+			t.Errorf("%s: %d, %v, %v; want %d, %v (error %v)", tt.name, n, ok, err, tt.want, tt.ok, tt.error)
+		}
+	}
+}

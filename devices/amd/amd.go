@@ -113,11 +113,9 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
-	oq, oldOK := old.Status.Capacity[v.names.Count]
-	nq, newOK := updated.Status.Capacity[v.names.Count]
 	return old.Annotations[RegisterAnnotation] != updated.Annotations[RegisterAnnotation] ||
 		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon] ||
-		oldOK != newOK || oq.Cmp(nq) != 0
+		devices.CapacityChanged(old, updated, v.names.Count)
 }
 
 // ParsePod implements devices.Vendor. HAMi reads AMD requests from limits

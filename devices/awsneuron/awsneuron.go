@@ -125,14 +125,14 @@ func CardID(node string, i int) string { return node + "-" + VendorWord + "-" + 
 // count and its Cores the bitmask of them (2 cores: 3), as HAMi registers
 // them. Group is GroupRing on Inferentia instances.
 func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
-	n, ok, err := capacity(node, v.names.Count)
+	n, ok, err := devices.WholeCapacity(node, v.names.Count)
 	if err != nil || !ok || n == 0 {
 		return nil, err
 	}
 	if n > maxDevices {
 		return nil, fmt.Errorf("capacity %s %d is above %d devices", v.names.Count, n, maxDevices)
 	}
-	cores, _, err := capacity(node, v.names.Cores)
+	cores, _, err := devices.WholeCapacity(node, v.names.Cores)
 	if err != nil {
 		return nil, err
 	}
@@ -156,29 +156,11 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	return cards, nil
 }
 
-func capacity(node *corev1.Node, name corev1.ResourceName) (int64, bool, error) {
-	q, ok := node.Status.Capacity[name]
-	if !ok {
-		return 0, false, nil
-	}
-	n, exact := q.AsInt64()
-	if !exact || n < 0 {
-		return 0, false, fmt.Errorf("capacity %s %s is not a whole number", name, q.String())
-	}
-	return n, true, nil
-}
-
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
-	return capacityChanged(old, updated, v.names.Count) || capacityChanged(old, updated, v.names.Cores) ||
+	return devices.CapacityChanged(old, updated, v.names.Count) || devices.CapacityChanged(old, updated, v.names.Cores) ||
 		old.Labels[InstanceTypeLabel] != updated.Labels[InstanceTypeLabel] ||
 		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon]
-}
-
-func capacityChanged(old, updated *corev1.Node, name corev1.ResourceName) bool {
-	oq, oldOK := old.Status.Capacity[name]
-	nq, newOK := updated.Status.Capacity[name]
-	return oldOK != newOK || oq.Cmp(nq) != 0
 }
 
 // ParsePod implements devices.Vendor. A container asking neuron gets that

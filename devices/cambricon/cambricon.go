@@ -124,11 +124,11 @@ func (v *Vendor) NodeLock() string { return LockAnnotation }
 // shares, 100 cores, memory capacity x 256 x 100 / core capacity MiB each,
 // always healthy. A node without core capacity has no MLU.
 func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
-	cores, ok, err := capacity(node, v.names.Cores)
+	cores, ok, err := devices.WholeCapacity(node, v.names.Cores)
 	if err != nil || !ok || cores == 0 {
 		return nil, err
 	}
-	mem, _, err := capacity(node, v.names.Memory)
+	mem, _, err := devices.WholeCapacity(node, v.names.Memory)
 	if err != nil {
 		return nil, err
 	}
@@ -157,30 +157,11 @@ const maxCards = 1024
 // CardID is the id HAMi gives card i of a node.
 func CardID(node string, i int) string { return node + "-" + CardWord + "-" + strconv.Itoa(i) }
 
-// capacity reads a whole, non-negative node capacity.
-func capacity(node *corev1.Node, name corev1.ResourceName) (int64, bool, error) {
-	q, ok := node.Status.Capacity[name]
-	if !ok {
-		return 0, false, nil
-	}
-	n, exact := q.AsInt64()
-	if !exact || n < 0 {
-		return 0, false, fmt.Errorf("capacity %s is not a whole non-negative number", name)
-	}
-	return n, true, nil
-}
-
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
 	return old.Name != updated.Name ||
 		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon] ||
-		capacityChanged(old, updated, v.names.Cores) || capacityChanged(old, updated, v.names.Memory)
-}
-
-func capacityChanged(old, updated *corev1.Node, name corev1.ResourceName) bool {
-	oq, oldOK := old.Status.Capacity[name]
-	nq, newOK := updated.Status.Capacity[name]
-	return oldOK != newOK || oq.Cmp(nq) != 0
+		devices.CapacityChanged(old, updated, v.names.Cores) || devices.CapacityChanged(old, updated, v.names.Memory)
 }
 
 // Fit implements devices.Vendor: HAMi's standard share fit. HAMi also

@@ -96,14 +96,8 @@ func (v *GCU) Inventory(node *corev1.Node) ([]devices.Card, error) {
 
 // InventoryChanged implements devices.Vendor.
 func (v *GCU) InventoryChanged(old, updated *corev1.Node) bool {
-	return capacityChanged(old, updated, v.names.Count) ||
+	return devices.CapacityChanged(old, updated, v.names.Count) ||
 		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon]
-}
-
-func capacityChanged(old, updated *corev1.Node, name corev1.ResourceName) bool {
-	oq, oldOK := old.Status.Capacity[name]
-	nq, newOK := updated.Status.Capacity[name]
-	return oldOK != newOK || oq.Cmp(nq) != 0
 }
 
 // ParsePod implements devices.Vendor: the count (limits, else requests)

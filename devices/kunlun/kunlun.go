@@ -118,9 +118,7 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
-	oq, oldOK := old.Status.Capacity[v.names.Count]
-	nq, newOK := updated.Status.Capacity[v.names.Count]
-	return old.Name != updated.Name || oldOK != newOK || oq.Cmp(nq) != 0 ||
+	return old.Name != updated.Name || devices.CapacityChanged(old, updated, v.names.Count) ||
 		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon]
 }
 

@@ -94,7 +94,7 @@ func GPUCardID(node string, i int) string { return node + "-" + gpuCardWord + "-
 // Inventory implements devices.Vendor: one card per unit of the count
 // capacity, ids <node>-metax-<i>, one share, 65536 MiB, 100 cores.
 func (v *GPUVendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
-	n, ok, err := capacity(node, v.names.Count)
+	n, ok, err := devices.WholeCapacity(node, v.names.Count)
 	if err != nil || !ok || n == 0 {
 		return nil, err
 	}
@@ -112,24 +112,9 @@ func (v *GPUVendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	return cards, nil
 }
 
-// capacity reads a whole, non-negative node capacity.
-func capacity(node *corev1.Node, name corev1.ResourceName) (int64, bool, error) {
-	q, ok := node.Status.Capacity[name]
-	if !ok {
-		return 0, false, nil
-	}
-	n, exact := q.AsInt64()
-	if !exact || n < 0 {
-		return 0, false, fmt.Errorf("capacity %s is not a whole non-negative number", name)
-	}
-	return n, true, nil
-}
-
 // InventoryChanged implements devices.Vendor.
 func (v *GPUVendor) InventoryChanged(old, updated *corev1.Node) bool {
-	oq, oldOK := old.Status.Capacity[v.names.Count]
-	nq, newOK := updated.Status.Capacity[v.names.Count]
-	return old.Name != updated.Name || oldOK != newOK || oq.Cmp(nq) != 0 ||
+	return old.Name != updated.Name || devices.CapacityChanged(old, updated, v.names.Count) ||
 		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon]
 }
 

@@ -166,14 +166,8 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 
 // InventoryChanged implements devices.Vendor.
 func (v *Vendor) InventoryChanged(old, updated *corev1.Node) bool {
-	return capacityChanged(old, updated, v.names.Cores) || capacityChanged(old, updated, v.names.Memory) ||
+	return devices.CapacityChanged(old, updated, v.names.Cores) || devices.CapacityChanged(old, updated, v.names.Memory) ||
 		old.Annotations[devices.DeviceCordon] != updated.Annotations[devices.DeviceCordon]
-}
-
-func capacityChanged(old, updated *corev1.Node, name corev1.ResourceName) bool {
-	oq, oldOK := old.Status.Capacity[name]
-	nq, newOK := updated.Status.Capacity[name]
-	return oldOK != newOK || oq.Cmp(nq) != 0
 }
 
 // ParsePod implements devices.Vendor. Memory and cores are the container's
