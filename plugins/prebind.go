@@ -119,24 +119,54 @@ func regularAsks(vendors []devices.Vendor, requests []devices.PodRequest) bool {
 
 // undoHandOver runs when binding fails after PreBind: it marks the pod's
 // assignment failed (so no device plugin serves it) and releases the node
-// lock, as HAMi's extender does when its bind fails.
-func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName string) {
+// lock, as HAMi's extender does when its bind fails. The patch applies only
+// while the pod is unbound: a binding whose caller saw an error may still
+// have been stored (a timeout, a scheduler stopping mid-call), and failing
+// that pod's assignment would make its device plugin refuse it. Such a
+// hand-over stands (true is returned); the lock stays for the device plugin
+// to release.
+func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName string) (stands bool) {
 	logger := klog.FromContext(ctx)
-	p.handOvers.drop(pod.UID)
-	p.bindingFailed(pod, fmt.Errorf("pod was not bound to node %s; its device assignment is marked %s and the node lock released", nodeName, devices.BindPhaseFailed))
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	// PreBind wrote annotations, so the map exists.
-	patch, err := podPatch(pod.UID, true, map[string]string{devices.BindPhase: devices.BindPhaseFailed}, false, nil)
-	if err == nil {
-		_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	err := p.failUnboundAssignment(ctx, pod)
+	if err != nil && p.boundTo(ctx, pod, nodeName) {
+		logger.Info("Binding reported an error but the pod is bound; its device plugin serves it", "pod", klog.KObj(pod), "node", nodeName)
+		return true
 	}
+	p.handOvers.drop(pod.UID)
+	p.bindingFailed(pod, fmt.Errorf("pod was not bound to node %s; its device assignment is marked %s and the node lock released", nodeName, devices.BindPhaseFailed))
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Error(err, "Marking the assignment of an unbound pod failed", "pod", klog.KObj(pod), "node", nodeName)
 	}
 	if err := p.locker.Release(ctx, nodeName, pod); err != nil {
 		logger.Error(err, "Releasing the node lock of an unbound pod", "pod", klog.KObj(pod), "node", nodeName)
 	}
+	return false
+}
+
+// failUnboundAssignment sets bind-phase failed on the pod with pod's UID
+// if it is not bound to any node.
+func (p *Plugin) failUnboundAssignment(ctx context.Context, pod *corev1.Pod) error {
+	ops := []jsonPatchOp{
+		{Op: "test", Path: "/metadata/uid", Value: pod.UID},
+		{Op: "test", Path: "/spec/nodeName", Value: nil},
+	}
+	// PreBind wrote annotations, so the map exists.
+	ops = appendMapOps(ops, "/metadata/annotations", true, map[string]string{devices.BindPhase: devices.BindPhaseFailed})
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return fmt.Errorf("encode pod patch: %w", err)
+	}
+	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// boundTo reports whether the API server has the pod with pod's UID bound
+// to nodeName.
+func (p *Plugin) boundTo(ctx context.Context, pod *corev1.Pod, nodeName string) bool {
+	got, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	return err == nil && got.UID == pod.UID && got.Spec.NodeName == nodeName
 }
 
 // assignmentPatch is the pod patch that hands the pod to the node's device

@@ -153,6 +153,41 @@ func TestUnreserveAfterPreBindUndoesTheHandOver(t *testing.T) {
 	}
 }
 
+// TestUnreserveLeavesABindingThatWasStored is a binding whose caller saw an
+// error (a timeout, a scheduler stopping mid-call) although the API server
+// stored it: the pod is bound and its device plugin will look for it, so
+// Unreserve neither fails its assignment nor releases the lock, and its
+// cards stay taken.
+func TestUnreserveLeavesABindingThatWasStored(t *testing.T) {
+	pod := gpuPod("p", gpu(1, 1000, 0))
+	h := newHarness(t, nil, eightCardNode("n1"), pod)
+	state := h.schedule(pod, "n1")
+	if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); !st.IsSuccess() {
+		t.Fatalf("PreBind: %v", st)
+	}
+	bound, err := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound.Spec.NodeName = "n1"
+	if _, err := h.client.CoreV1().Pods("default").Update(h.ctx, bound, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.plugin.Unreserve(h.ctx, state, pod, "n1")
+
+	got, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+	if phase := got.Annotations[devices.BindPhase]; phase != devices.BindPhaseAllocating {
+		t.Errorf("bind-phase = %q, want %q left for the device plugin", phase, devices.BindPhaseAllocating)
+	}
+	node, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
+	if _, held := node.Annotations[devices.NodeLock]; !held {
+		t.Error("node lock released, want it left for the device plugin")
+	}
+	if s := h.plugin.Cache().Stats(); s.Pods != 1 {
+		t.Errorf("cache holds %d pods, want the bound pod's cards kept", s.Pods)
+	}
+}
+
 func TestUnreserveBeforePreBindMakesNoAPICall(t *testing.T) {
 	pod := gpuPod("p", gpu(1, 1000, 0))
 	h := newHarness(t, nil, eightCardNode("n1"), pod)

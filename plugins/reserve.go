@@ -33,22 +33,25 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 // Unreserve forgets the assumed cards when the pod does not get bound and,
 // when PreBind already handed the pod to the node, marks that assignment
 // failed and releases the node lock; vendor locks PreBind took (Cambricon's)
-// are released either way. It is idempotent and harmless for pods
-// this plugin did not reserve, and does nothing for pods PreFilter skipped.
+// are released either way. A binding that reported an error but reached the
+// API server (a timeout, a scheduler stopping mid-call) is left as it is:
+// the pod is bound and its device plugin will serve it. Unreserve is
+// idempotent and harmless for pods this plugin did not reserve, and does
+// nothing for pods PreFilter skipped.
 func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) {
 	s, err := readState(state)
 	if err != nil || s == nil {
 		return
 	}
-	p.cache.Forget(pod)
-	p.queues.remove(pod.UID)
 	s.mu.Lock()
 	handedOver := s.handedOver
 	s.handedOver = ""
 	s.mu.Unlock()
-	if handedOver != "" {
-		p.undoHandOver(ctx, pod, handedOver)
+	if handedOver != "" && p.undoHandOver(ctx, pod, handedOver) {
+		return
 	}
+	p.cache.Forget(pod)
+	p.queues.remove(pod.UID)
 	p.releaseVendorLocks(ctx, state, pod)
 	klog.FromContext(ctx).V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 }
