@@ -28,15 +28,25 @@ func splitQueuedScore(v int64) (policy int64, rounds int64) {
 }
 
 // normalizeQueuedScores brings Score's combined values (nodeQueueLimit)
-// into range: nodes of the fewest rounds score 50 to 100 by policy; a node
-// k rounds behind scores at most 50/(k+1), also by policy. scores is not
-// empty.
+// into range. When every node is in the same round, which is always so
+// unless a burst has queued the limit on a node, each node scores its
+// policy score, as without a limit. Otherwise nodes of the fewest rounds
+// score 50 to 100 by policy; a node k rounds behind scores at most
+// 50/(k+1), also by policy. scores is not empty.
 func normalizeQueuedScores(scores fwk.NodeScoreList) {
-	fewest := int64(-1)
+	fewest, most := int64(-1), int64(-1)
 	for _, s := range scores {
-		if _, r := splitQueuedScore(s.Score); fewest < 0 || r < fewest {
+		_, r := splitQueuedScore(s.Score)
+		if fewest < 0 || r < fewest {
 			fewest = r
 		}
+		most = max(most, r)
+	}
+	if fewest == most {
+		for i := range scores {
+			scores[i].Score, _ = splitQueuedScore(scores[i].Score)
+		}
+		return
 	}
 	const half = fwk.MaxNodeScore / 2
 	for i := range scores {

@@ -34,9 +34,12 @@ func TestNormalizeScoreRanksRoundsFirst(t *testing.T) {
 		{name: "every node queued: rounds count from the fewest",
 			in:   map[string][2]int64{"a": {0, 3}, "b": {100, 4}},
 			want: map[string]int64{"a": 50, "b": 25}},
-		{name: "no queue anywhere: policy order kept",
-			in:   map[string][2]int64{"a": {0, 0}, "b": {100, 0}},
-			want: map[string]int64{"a": 50, "b": 100}},
+		{name: "no queue anywhere: the policy scores, as without a limit",
+			in:   map[string][2]int64{"a": {0, 0}, "b": {100, 0}, "c": {37, 0}},
+			want: map[string]int64{"a": 0, "b": 100, "c": 37}},
+		{name: "every node equally queued: the policy scores",
+			in:   map[string][2]int64{"a": {30, 2}, "b": {70, 2}},
+			want: map[string]int64{"a": 30, "b": 70}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -57,7 +60,7 @@ func TestNormalizeScoreRanksRoundsFirst(t *testing.T) {
 // TestNodeQueueLimit: with nodeQueueLimit 1, binpack sends the next pod to
 // the idle node while the busy node's device plugin has not served the pod
 // reserved there, and back to the busy node once it has; without a limit,
-// binpack keeps to the busy node.
+// or below the default one, binpack keeps to the busy node.
 func TestNodeQueueLimit(t *testing.T) {
 	tests := []struct {
 		name  string
@@ -66,7 +69,8 @@ func TestNodeQueueLimit(t *testing.T) {
 		served        bool
 		wantBusyFirst bool
 	}{
-		{name: "no limit: HAMi's order", wantBusyFirst: true},
+		{name: "no limit: HAMi's order", limit: ptr.To[int32](0), wantBusyFirst: true},
+		{name: "default limit, one queued: HAMi's order", wantBusyFirst: true},
 		{name: "limit 1, busy node's queue full", limit: ptr.To[int32](1), wantBusyFirst: false},
 		{name: "limit 1, resident served", limit: ptr.To[int32](1), served: true, wantBusyFirst: true},
 		{name: "limit 2, one queued", limit: ptr.To[int32](2), wantBusyFirst: true},

@@ -83,6 +83,10 @@ func TestProfiles(t *testing.T) {
 				t.Fatalf("got %d profiles, first %q; want %d, first %q", len(profiles), profiles[0].SchedulerName, wantProfiles, SchedulerName)
 			}
 			hami := profiles[0]
+			// Binpack chooses among every node, not kube-scheduler's sample.
+			if p := hami.PercentageOfNodesToScore; p == nil || *p != 100 {
+				t.Errorf("percentageOfNodesToScore %v, want 100", p)
+			}
 			// HAMi runs at every extension point it implements (multiPoint),
 			// with its weight, beside the default plugins.
 			multi := hami.Plugins.MultiPoint.Enabled
@@ -120,6 +124,9 @@ func TestProfiles(t *testing.T) {
 			}
 			if tt.withDefault {
 				def := profiles[1]
+				if def.PercentageOfNodesToScore != nil {
+					t.Errorf("%s percentageOfNodesToScore %d, want kube-scheduler's default", DefaultSchedulerName, *def.PercentageOfNodesToScore)
+				}
 				if def.SchedulerName != DefaultSchedulerName {
 					t.Errorf("second profile %q, want %q", def.SchedulerName, DefaultSchedulerName)
 				}

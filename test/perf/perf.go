@@ -773,7 +773,7 @@ func mixedRequest(rng *rand.Rand) gpuRequest {
 // Print writes the run as a table, one column per phase.
 func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "End-to-end: %s; %d pods per phase\n%s\n", r.Options.Nodes, r.Options.Pods, r.NodeSide)
-	fmt.Fprintln(w, "policy P: nodeSchedulerPolicy=P and gpuSchedulerPolicy=P; P/qN: and nodeQueueLimit=N; time to Running from the scheduler's start (backlog) or the pod's creation (steady)")
+	fmt.Fprintln(w, "policy P: nodeSchedulerPolicy=P and gpuSchedulerPolicy=P, nodeQueueLimit as shipped; P/qN: nodeQueueLimit=N instead (0: none); time to Running from the scheduler's start (backlog) or the pod's creation (steady)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(name string, f func(Phase) string) {
 		fmt.Fprintf(tw, "%s\t", name)

@@ -22,7 +22,7 @@ var (
 	cardsFlag  = flag.Int("cards", 8, "BenchmarkThroughput: cards per node")
 	modelFlag  = flag.String("model", "NVIDIA A100 40 GiB, split 10", "BenchmarkThroughput: card model, memory and split")
 	podsFlag   = flag.Int("pods", 1000, "BenchmarkThroughput: pods per phase")
-	policyFlag = flag.String("policies", "binpack,spread,binpack/q1", "BenchmarkThroughput: HAMi settings to run: a policy (binpack, spread) setting the node and the card policy, optionally with /qN for nodeQueueLimit N (e.g. binpack/q1)")
+	policyFlag = flag.String("policies", "binpack,binpack/q0,spread,binpack/q1", "BenchmarkThroughput: HAMi settings to run: a policy (binpack, spread) setting the node and the card policy, with the shipped nodeQueueLimit or, after /qN, nodeQueueLimit N (e.g. binpack/q1; binpack/q0: none)")
 	arrivals   = flag.String("arrivals", "backlog,steady", "BenchmarkThroughput: HAMi arrivals to run: backlog, steady")
 	rateFlag   = flag.Float64("rate", 0, "BenchmarkThroughput: steady arrival rate in pods/s (0: half the same policy's backlog pods/s)")
 	nodeSide   = flag.String("node-side", "faithful", "BenchmarkThroughput: simulated device plugins and kubelets: faithful (HAMi's client limits, admission delay) or fast")
@@ -126,7 +126,7 @@ func BenchmarkThroughput(b *testing.B) {
 // order.
 func TestThroughputSmoke(t *testing.T) {
 	r, err := Run(t.Context(), Options{Nodes: "8 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", Pods: 20, Seed: 7, Timeout: 2 * time.Minute,
-		Settings: []Setting{{Policy: devices.NodeBinpack}, {Policy: devices.NodeSpread, QueueLimit: 2}}, Arrivals: []Arrival{Backlog, Steady}, Rate: 20,
+		Settings: []Setting{{Policy: devices.NodeBinpack}, {Policy: devices.NodeSpread, QueueLimit: 2, SetQueueLimit: true}}, Arrivals: []Arrival{Backlog, Steady}, Rate: 20,
 		NodeSide: simnode.Options{DevicePluginQPS: 50, DevicePluginBurst: 100}})
 	if err != nil {
 		t.Fatal(err)

@@ -15,13 +15,16 @@ import (
 // both nodeSchedulerPolicy and gpuSchedulerPolicy, and nodeQueueLimit.
 type Setting struct {
 	Policy devices.NodePolicy
-	// QueueLimit is nodeQueueLimit; 0: none.
-	QueueLimit int32
+	// QueueLimit is nodeQueueLimit when SetQueueLimit; otherwise the
+	// phase runs the shipped default.
+	QueueLimit    int32
+	SetQueueLimit bool
 }
 
-// String is "binpack", or "binpack/q2" with a queue limit of 2.
+// String is "binpack" (the shipped nodeQueueLimit), or "binpack/q2" with a
+// queue limit of 2 ("binpack/q0": none).
 func (s Setting) String() string {
-	if s.QueueLimit == 0 {
+	if !s.SetQueueLimit {
 		return string(s.Policy)
 	}
 	return fmt.Sprintf("%s/q%d", s.Policy, s.QueueLimit)
@@ -36,10 +39,10 @@ func ParseSetting(s string) (Setting, error) {
 	}
 	if queued {
 		n, err := strconv.ParseInt(limit, 10, 32)
-		if err != nil || n <= 0 {
-			return Setting{}, fmt.Errorf("setting %q: queue limit %q: want a positive number", s, limit)
+		if err != nil || n < 0 {
+			return Setting{}, fmt.Errorf("setting %q: queue limit %q: want a number, 0 for none", s, limit)
 		}
-		out.QueueLimit = int32(n)
+		out.QueueLimit, out.SetQueueLimit = int32(n), true
 	}
 	return out, nil
 }
@@ -47,9 +50,12 @@ func ParseSetting(s string) (Setting, error) {
 // args are the plugin args of the setting; everything else keeps the
 // shipped defaults.
 func (s Setting) args() *hamiv1.HAMiArgs {
-	return &hamiv1.HAMiArgs{
+	args := &hamiv1.HAMiArgs{
 		NodeSchedulerPolicy: ptr.To(string(s.Policy)),
 		GPUSchedulerPolicy:  ptr.To(string(s.Policy)),
-		NodeQueueLimit:      ptr.To(s.QueueLimit),
 	}
+	if s.SetQueueLimit {
+		args.NodeQueueLimit = ptr.To(s.QueueLimit)
+	}
+	return args
 }

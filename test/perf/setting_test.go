@@ -41,8 +41,9 @@ func TestParseSetting(t *testing.T) {
 	}{
 		{in: "binpack", want: Setting{Policy: devices.NodeBinpack}},
 		{in: " spread ", want: Setting{Policy: devices.NodeSpread}},
-		{in: "binpack/q2", want: Setting{Policy: devices.NodeBinpack, QueueLimit: 2}},
-		{in: "binpack/q0", wantErr: true},
+		{in: "binpack/q2", want: Setting{Policy: devices.NodeBinpack, QueueLimit: 2, SetQueueLimit: true}},
+		{in: "binpack/q0", want: Setting{Policy: devices.NodeBinpack, SetQueueLimit: true}},
+		{in: "binpack/q-1", wantErr: true},
 		{in: "binpack/qx", wantErr: true},
 		{in: "fastest", wantErr: true},
 	}

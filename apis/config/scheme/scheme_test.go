@@ -81,6 +81,7 @@ func defaults() *config.HAMiArgs {
 		GPUSchedulerPolicy:  "spread",
 		NodeLockExpiry:      metav1.Duration{Duration: 5 * time.Minute},
 		NodeLockWait:        metav1.Duration{Duration: 30 * time.Second},
+		NodeQueueLimit:      20,
 		DeviceConfigFile:    "",
 		Vendors:             []config.VendorArgs{{Name: "nvidia", DefaultCount: ptr.To[int32](1)}},
 	}
@@ -258,7 +259,7 @@ func TestWriteConfig(t *testing.T) {
       kind: HAMiArgs
       nodeLockExpiry: 5m0s
       nodeLockWait: 30s
-      nodeQueueLimit: 0
+      nodeQueueLimit: 20
       nodeSchedulerPolicy: binpack
       successEvents: false
       vendors:
@@ -279,7 +280,7 @@ func TestWriteConfig(t *testing.T) {
       kind: HAMiArgs
       nodeLockExpiry: 1m30s
       nodeLockWait: 30s
-      nodeQueueLimit: 0
+      nodeQueueLimit: 20
       nodeSchedulerPolicy: spread
       successEvents: false
     name: HAMi

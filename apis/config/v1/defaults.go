@@ -15,6 +15,10 @@ const (
 	DefaultNodeLockExpiry      = 5 * time.Minute
 	DefaultNodeLockWait        = 30 * time.Second
 	DefaultVendor              = "nvidia"
+	// DefaultNodeQueueLimit is about 30 s of a HAMi device plugin's work
+	// (one pod per 1.6 s): a burst queues no longer than that on a node
+	// while binpack still packs it onto few nodes (docs/benchmarks.md).
+	DefaultNodeQueueLimit int32 = 20
 	// NodeLockExpiryEnv is HAMi's variable for the lock expiry; here it is
 	// only the default of nodeLockExpiry, which an explicit value overrides.
 	NodeLockExpiryEnv = "HAMI_NODELOCK_EXPIRE"
@@ -37,7 +41,7 @@ func SetDefaults_HAMiArgs(obj *HAMiArgs) {
 		obj.NodeLockWait = &metav1.Duration{Duration: DefaultNodeLockWait}
 	}
 	if obj.NodeQueueLimit == nil {
-		obj.NodeQueueLimit = ptr.To[int32](0)
+		obj.NodeQueueLimit = ptr.To(DefaultNodeQueueLimit)
 	}
 	if obj.SuccessEvents == nil {
 		obj.SuccessEvents = ptr.To(false)

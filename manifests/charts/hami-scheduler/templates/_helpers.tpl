@@ -89,6 +89,11 @@ leaderElection:
   resourceNamespace: {{ .Release.Namespace }}
 profiles:
 - schedulerName: {{ .Values.schedulerName }}
+{{- with .Values.scheduler.percentageOfNodesToScore }}
+  # Binpack chooses among the nodes scored; kube-scheduler's adaptive
+  # default scores about half of a cluster of a few hundred nodes.
+  percentageOfNodesToScore: {{ . }}
+{{- end }}
   plugins:
     # Every default plugin (node affinity, taints, spreading, ...) runs as
     # usual; HAMi joins at each extension point it implements (PreFilter,
@@ -120,6 +125,7 @@ profiles:
   #     gpuSchedulerPolicy: spread     # or binpack; pod annotation hami.io/gpu-scheduler-policy
   #     nodeLockExpiry: 5m             # or env HAMI_NODELOCK_EXPIRE
   #     nodeLockWait: 30s
+  #     nodeQueueLimit: 20             # pods in hand-over to a node before Score prefers shorter queues; 0: none
   #     deviceConfigFile: ""           # HAMi's device-config.yaml (chart value deviceConfig)
   #     vendors:
   #     - name: nvidia
