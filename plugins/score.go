@@ -29,11 +29,10 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 // the emptiest. Vendor scores (e.g. Ascend's NetworkID topology) are added
 // before the policy applies, as HAMi adds ScoreNode to its node score.
 // HAMi's points (base 0-30) are scaled onto 0 to fwk.MaxNodeScore and
-// capped. A pod asking a vendor with a policy-aware score (MetaX,
-// Kunlunxin) is scored by HAMi's sum instead (vendorscore.go). With
-// nodeQueueLimit, the node's queue rounds come before the policy score
-// (queuescore.go). A pod PreFilter skipped scores 0 everywhere (PreScore
-// normally spares it the call).
+// capped. A pod asking a vendor with a vendor node score (Ascend, Vastai,
+// MetaX, Kunlunxin) is scored by HAMi's sum instead (vendorscore.go). A
+// pod PreFilter skipped scores 0 everywhere (PreScore normally spares it
+// the call).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil {
@@ -47,16 +46,13 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 		return 0, fwk.NewStatus(fwk.Error, "node was not filtered by "+Name)
 	}
 	if p.policyScored(s) {
-		// MetaX/Kunlunxin: HAMi's sum, ranked by NormalizeScore.
+		// HAMi's sum, ranked by NormalizeScore.
 		return p.policyScore(s, fit, nodeInfo.Node()), nil
 	}
 	score := int64(fit.score*float32(fwk.MaxNodeScore)/devices.MaxNodeScore + 0.5)
 	score = min(max(score, 0), fwk.MaxNodeScore)
 	if s.nodePolicy == devices.NodeSpread {
 		score = fwk.MaxNodeScore - score
-	}
-	if limit := p.args.NodeQueueLimit; limit > 0 {
-		return queuedScore(score, p.queues.len(nodeInfo.Node().Name)/int(limit)), nil
 	}
 	return score, nil
 }
@@ -67,20 +63,22 @@ func (p *Plugin) ScoreExtensions() fwk.ScoreExtensions { return p }
 var _ fwk.ScoreExtensions = &Plugin{}
 
 // NormalizeScore implements fwk.ScoreExtensions: a pod asking a vendor
-// with a policy-aware node score is ranked by HAMi's sum (vendorscore.go);
-// with nodeQueueLimit, nodes rank by their queue first (queuescore.go);
-// other scores are in range already.
+// with a vendor node score is ranked by HAMi's sum (vendorscore.go), other
+// scores are in range already; then, with nodeQueueLimit, nodes rank by
+// their queue first (queuescore.go).
 func (p *Plugin) NormalizeScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
 		return fwk.AsStatus(err)
 	}
-	switch {
-	case s == nil || len(scores) == 0:
-	case p.policyScored(s):
+	if s == nil || len(scores) == 0 {
+		return nil
+	}
+	if p.policyScored(s) {
 		normalizePolicyScores(s.nodePolicy, scores)
-	case p.args.NodeQueueLimit > 0:
-		normalizeQueuedScores(scores)
+	}
+	if limit := int(p.args.NodeQueueLimit); limit > 0 {
+		rankByQueue(scores, func(node string) int { return p.queues.len(node) / limit })
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
@@ -310,30 +311,55 @@ func TestNoLockWhenOnlyInitContainersAsk(t *testing.T) {
 	}
 }
 
-// TestAscendTopologyScore: the Ascend NodeScorer term is added to the node
-// score: two NPUs in one NetworkID group score above two NPUs split across
-// groups (binpack, equal load).
+// TestAscendTopologyScore: the Ascend NodeScorer term is added to HAMi's
+// node score (two NPUs in one NetworkID group: 10 points, split across
+// two: 5; equal load otherwise), and nodes rank by that sum as HAMi ranks
+// them, unscaled and uncapped: the highest sum first under binpack, the
+// lowest under spread (where HAMi's topology term counts against a node);
+// nodeQueueLimit (20 by default) still comes first.
 func TestAscendTopologyScore(t *testing.T) {
-	pod := gpuPod("p", npu(2, 0))
-	together := withAscend(gpuNode("together", card("GPU-a", 15360)), 0, 0, 1)
-	apart := withAscend(gpuNode("apart", card("GPU-a", 15360)), 0, 1, 2)
-	h := vendorsHarness(t, together, apart, pod)
-	scores := map[string]int64{}
-	for _, name := range []string{"together", "apart"} {
-		state, st := h.filter(pod, name)
-		if !st.IsSuccess() {
-			t.Fatalf("Filter %s: %v", name, st)
-		}
-		score, st := h.plugin.Score(h.ctx, state, pod, h.nodeInfo(name))
-		if !st.IsSuccess() {
-			t.Fatalf("Score %s: %v", name, st)
-		}
-		scores[name] = score
+	tests := []struct {
+		name   string
+		policy devices.NodePolicy
+		// queued pods in hand-over to "together".
+		queued int
+		// wantFirst is the node NormalizeScore puts on top.
+		wantFirst string
+	}{
+		{name: "binpack", policy: devices.NodeBinpack, wantFirst: "together"},
+		{name: "spread", policy: devices.NodeSpread, wantFirst: "apart"},
+		{name: "binpack, 20 pods queued on together", policy: devices.NodeBinpack, queued: 20, wantFirst: "apart"},
 	}
-	// Same load (2 of 3 NPUs, whole): together adds 10 HAMi points
-	// (33 here), apart 5 (16).
-	if d := scores["together"] - scores["apart"]; d < 15 || d > 18 {
-		t.Errorf("scores %v: want together about 16 above apart", scores)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := gpuPod("p", npu(2, 0))
+			pod.Annotations = map[string]string{devices.NodePolicyAnnotation: string(tt.policy)}
+			together := withAscend(gpuNode("together", card("GPU-a", 15360)), 0, 0, 1)
+			apart := withAscend(gpuNode("apart", card("GPU-a", 15360)), 0, 1, 2)
+			h := vendorsHarness(t, together, apart, pod)
+			for i := range tt.queued {
+				h.plugin.queues.add(types.UID("queued-"+itoa(i)), "together")
+			}
+			state, st := h.preFilter(pod, h.nodeInfo("together"), h.nodeInfo("apart"))
+			if !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			scores := h.scores(state, pod, h.nodeInfo("together"), h.nodeInfo("apart"))
+			// HAMi's sums in hundredths of a point: 10 - 5 points apart.
+			if d := scores[0].Score - scores[1].Score; d != 500 {
+				t.Errorf("sums %v: together %d above apart, want 500", scores, d)
+			}
+			if st := h.plugin.NormalizeScore(h.ctx, state, pod, scores); !st.IsSuccess() {
+				t.Fatal(st)
+			}
+			first := scores[0].Name
+			if scores[1].Score > scores[0].Score {
+				first = scores[1].Name
+			}
+			if first != tt.wantFirst || scores[0].Score == scores[1].Score {
+				t.Errorf("normalized %v, want %s on top", scores, tt.wantFirst)
+			}
+		})
 	}
 }
 

@@ -9,15 +9,17 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 )
 
-// Policy-aware vendor node scores (devices.NodeAnnotationScorer,
-// devices.PlacementScorer, devices.PolicyNeutralScorer: MetaX GPU and
-// sGPU, Kunlunxin XPU). HAMi adds them to its node score (0-30 points),
-// where they are worth thousands of points, and picks the node with the
-// highest sum under binpack, the lowest under spread. For a pod asking such
-// a vendor, Score returns that sum (in hundredths of a point) and
-// NormalizeScore maps the nodes' sums onto 0-100, the node HAMi would pick
-// getting 100 and the one it would pick last 0. Other pods keep the
-// absolute scale of Score (NormalizeScore leaves them alone).
+// Vendor node scores (devices.NodeScorer: Ascend's NetworkID topology,
+// Vastai's die mode; devices.NodeAnnotationScorer, devices.PlacementScorer,
+// devices.PolicyNeutralScorer: MetaX GPU and sGPU, Kunlunxin XPU). HAMi
+// adds them to its node score (0-30 points), where some are worth
+// thousands of points and others push the sum past 30, and picks the node
+// with the highest sum under binpack, the lowest under spread. For a pod
+// asking such a vendor, Score returns that sum (in hundredths of a point)
+// and NormalizeScore maps the nodes' sums onto 0-100, the node HAMi would
+// pick getting 100 and the one it would pick last 0; a scaled, capped
+// score would tie nodes whose sums pass 30. Other pods keep the absolute
+// scale of Score.
 
 // placementScore is the part of vendor v's policy-aware score that needs
 // the cards' use before the pod (Filter adds it to the node's score):
@@ -37,15 +39,15 @@ func placementScore(policy devices.NodePolicy, pod *corev1.Pod, v devices.Vendor
 	return score
 }
 
-// policyScored reports whether the pod asks a vendor with a policy-aware
-// node score, whose nodes Score and NormalizeScore rank by HAMi's sum.
+// policyScored reports whether the pod asks a vendor with a node score of
+// its own, whose nodes Score and NormalizeScore rank by HAMi's sum.
 func (p *Plugin) policyScored(s *cycleState) bool {
 	for vi, v := range p.registry.Vendors() {
 		if vi >= len(s.requests) || s.requests[vi].IsZero() {
 			continue
 		}
 		switch v.(type) {
-		case devices.NodeAnnotationScorer, devices.PlacementScorer, devices.PolicyNeutralScorer:
+		case devices.NodeAnnotationScorer, devices.PlacementScorer, devices.PolicyNeutralScorer, devices.NodeScorer:
 			return true
 		}
 	}
