@@ -26,12 +26,11 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 
 // Score ranks a node by HAMi's node score, how used its cards are before
 // the pod (computed by Filter): binpack favours the fullest nodes, spread
-// the emptiest. Vendor scores (e.g. Ascend's NetworkID topology) are added
-// before the policy applies, as HAMi adds ScoreNode to its node score.
-// HAMi's points (base 0-30) are scaled onto 0 to fwk.MaxNodeScore and
-// capped. A pod asking a vendor with a vendor node score (Ascend, Vastai,
-// MetaX, Kunlunxin) is scored by HAMi's sum instead (vendorscore.go). A
-// pod PreFilter skipped scores 0 everywhere (PreScore normally spares it
+// the emptiest. HAMi's points (0-30) are scaled onto 0 to
+// fwk.MaxNodeScore. A pod asking a vendor with a node score of its own
+// (Ascend, Vastai, MetaX, Kunlunxin), which HAMi adds to its points, is
+// scored by that sum instead, for NormalizeScore to rank (vendorscore.go).
+// A pod PreFilter skipped scores 0 everywhere (PreScore normally spares it
 // the call).
 func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
 	s, err := readState(state)
