@@ -51,6 +51,22 @@ func FromDeviceConfigFile(path string, opts deviceconfig.Options) (*VendorSettin
 	if err != nil {
 		return nil, fmt.Errorf("device config %s: %w", path, err)
 	}
+	return fromDeviceConfig(path, file, ignored, opts)
+}
+
+// FromDeviceConfig is FromDeviceConfigFile on the file's contents; path
+// names them in errors and in Source.
+func FromDeviceConfig(path string, data []byte, opts deviceconfig.Options) (*VendorSettings, error) {
+	file, ignored, err := deviceconfig.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("device config %s: %w", path, err)
+	}
+	return fromDeviceConfig(path, file, ignored, opts)
+}
+
+// fromDeviceConfig validates a decoded device config and maps it onto
+// vendor settings.
+func fromDeviceConfig(path string, file *deviceconfig.Config, ignored []string, opts deviceconfig.Options) (*VendorSettings, error) {
 	if errs := file.Validate(); len(errs) > 0 {
 		return nil, fmt.Errorf("device config %s: %w", path, errs.ToAggregate())
 	}

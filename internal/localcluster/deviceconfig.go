@@ -1,18 +1,16 @@
 package localcluster
 
 import (
-	_ "embed"
 	"os"
 	"path/filepath"
+
+	"github.com/hami-scheduler/hami-scheduler/apis/deviceconfig"
 )
 
-// ChartDeviceConfig is HAMi v2.10's chart-default device-config.yaml (the
-// same bytes as test/testdata/device-config.yaml): every vendor HAMi
-// supports, Ascend and Iluvatar once switched on. hami-local runs mixed
-// clusters on it.
-//
-//go:embed chart-device-config.yaml
-var ChartDeviceConfig []byte
+// ChartDeviceConfig is HAMi's chart-default device-config.yaml
+// (deviceconfig.ChartDefault): every vendor HAMi supports, Ascend and
+// Iluvatar once switched on. hami-local runs mixed clusters on it.
+var ChartDeviceConfig = deviceconfig.ChartDefault
 
 // WriteChartDeviceConfig writes ChartDeviceConfig into dir and returns its
 // path.

@@ -14,7 +14,7 @@ func TestChartDeviceConfigIsTestdata(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(ChartDeviceConfig, want) {
-		t.Error("internal/localcluster/chart-device-config.yaml differs from test/testdata/device-config.yaml: copy it over")
+		t.Error("apis/deviceconfig/chart-default.yaml differs from test/testdata/device-config.yaml: copy it over")
 	}
 	path, err := WriteChartDeviceConfig(t.TempDir())
 	if err != nil {
