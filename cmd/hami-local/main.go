@@ -37,7 +37,9 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
+	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
@@ -62,7 +64,12 @@ func main() {
 func status(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("hami-local status", flag.ContinueOnError)
 	kubeconfig := fs.String("kubeconfig", filepath.Join("_local", "kubeconfig"), "kubeconfig of the cluster")
+	deviceConfig := fs.String("device-config", "", "HAMi's device-config.yaml whose vendors' cards to read (Ascend and Iluvatar switched on); default: every vendor of HAMi's chart default")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	vendors, err := readVendors(*deviceConfig)
+	if err != nil {
 		return err
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -83,7 +90,7 @@ func status(args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)
 	}
-	allocation.WriteTable(out, allocation.Read(nodes.Items, pods.Items), pods.Items)
+	allocation.WriteTable(out, vendors, allocation.Read(vendors, nodes.Items, pods.Items), pods.Items)
 	return nil
 }
 
@@ -100,7 +107,7 @@ func up(args []string) error {
 	dpBurst := fs.Int("device-plugin-burst", simnode.DefaultDevicePluginBurst, "burst of each simulated node's device plugin client (HAMi's: 10)")
 	admissionDelay := fs.Duration("admission-delay", simnode.DefaultAdmissionDelay, "how long a simulated kubelet takes from seeing a pod bound to calling Allocate (negative: none)")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: hami-local [flags]          run the local cluster\n       hami-local status [-kubeconfig path]  print the card allocation\n\n")
+		fmt.Fprintf(fs.Output(), "usage: hami-local [flags]          run the local cluster\n       hami-local status [-kubeconfig path] [-device-config path]  print the card allocation\n\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(fs.Output(), "\nThe card model of a -nodes group picks its vendor by these words:\n")
 		for _, v := range simnode.Vendors() {
@@ -211,16 +218,20 @@ The allocation table below is reprinted when it changes. Ctrl-C stops everything
 
 `, kubeconfig, os.Args[0], hook.URL)
 	if *every > 0 {
-		printTables(ctx, cp.Client, out, *every)
+		vendors, err := clustervendors.FromConfigs(webhookVendors)
+		if err != nil {
+			return err
+		}
+		printTables(ctx, cp.Client, vendors, out, *every)
 	} else {
 		<-ctx.Done()
 	}
 	return nil
 }
 
-// printTables prints the allocation table whenever it changed, at most
-// once per interval, until ctx ends.
-func printTables(ctx context.Context, client kubernetes.Interface, out io.Writer, interval time.Duration) {
+// printTables prints the allocation table of the vendors' cards whenever
+// it changed, at most once per interval, until ctx ends.
+func printTables(ctx context.Context, client kubernetes.Interface, vendors []devices.Vendor, out io.Writer, interval time.Duration) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	podInformer, nodeInformer := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	changed := make(chan struct{}, 1)
@@ -263,7 +274,7 @@ func printTables(ctx context.Context, client kubernetes.Interface, out io.Writer
 				nodes = append(nodes, *n)
 			}
 			var b strings.Builder
-			allocation.WriteTable(&b, allocation.Read(nodes, pods), pods)
+			allocation.WriteTable(&b, vendors, allocation.Read(vendors, nodes, pods), pods)
 			if table := b.String(); table != last {
 				last = table
 				fmt.Fprintf(out, "--- %s ---\n%s\n", time.Now().Format("15:04:05"), table)

@@ -24,8 +24,9 @@ type Top struct {
 	// restricts the pods listed (and the problems reported): the amounts
 	// used always count the pods of every namespace.
 	Namespace string `json:"namespace,omitempty"`
-	// Nodes are the nodes with a hami.io/node-nvidia-register annotation
-	// (readable or not), and any node named on the command line.
+	// Nodes are the nodes with cards of a vendor read (readable or not:
+	// NVIDIA's hami.io/node-nvidia-register annotation, ...), and any node
+	// named on the command line.
 	Nodes []TopNode `json:"nodes"`
 	// Total sums every readable card of Nodes.
 	Total Total `json:"total"`
@@ -37,11 +38,12 @@ type Top struct {
 // TopNode is one node and its cards.
 type TopNode struct {
 	Name string `json:"name"`
-	// Error says why the node shows no cards: its register annotation
-	// cannot be decoded, or it has none.
+	// Error says why the node shows no cards, or not those of every
+	// vendor: a vendor's register annotation cannot be used (each such
+	// vendor named), or it has none.
 	Error string `json:"error,omitempty"`
-	// Cards are the node's cards by index; empty (never null) when Error
-	// is set.
+	// Cards are the node's cards by vendor, then index; empty (never
+	// null) when no card could be read.
 	Cards []TopCard `json:"cards"`
 	// Total sums the node's cards; Total.Nodes is not set.
 	Total Total `json:"total"`
@@ -52,6 +54,9 @@ type TopNode struct {
 
 // TopCard is one card, as registered, and what the pods hold of it.
 type TopCard struct {
+	// Vendor is the card's vendor, e.g. "NVIDIA", "Ascend910B4" or "DCU".
+	Vendor string `json:"vendor"`
+	// Index is the card's index among its vendor's cards of the node.
 	Index int    `json:"index"`
 	UUID  string `json:"uuid"`
 	// Model is the registered type, e.g. "NVIDIA-Tesla T4".
@@ -67,7 +72,8 @@ type TopCard struct {
 	// MemoryMiB is the memory granted of the registered memory (already
 	// scaled by the device plugin's memory scaling).
 	MemoryMiB Amount `json:"memoryMiB"`
-	// Cores is the core share granted; 100 is one whole card.
+	// Cores is the core share granted of the card's core total (registered;
+	// 100, percent, for an Ascend NPU in hami-core mode).
 	Cores Amount `json:"cores"`
 	// Sharers is the number of containers holding the card of its split
 	// count.
@@ -99,8 +105,8 @@ type Total struct {
 	// Nodes counts the nodes with at least one readable card (cluster
 	// total only).
 	Nodes int `json:"nodes,omitempty"`
-	// UnreadableNodes counts the nodes shown with an Error (cluster total
-	// only).
+	// UnreadableNodes counts the nodes shown with an Error and no card
+	// (cluster total only).
 	UnreadableNodes int    `json:"unreadableNodes,omitempty"`
 	Cards           int    `json:"cards"`
 	MemoryMiB       Amount `json:"memoryMiB"`
@@ -126,12 +132,12 @@ func (t *Total) add(c *TopCard) {
 }
 
 // noRegister is the Error of a node named on the command line that has no
-// register annotation.
-const noRegister = "no hami.io/node-nvidia-register annotation: not a HAMi NVIDIA node (or its device plugin has not registered yet)"
+// card of any vendor read.
+const noRegister = "no card registered by a HAMi device plugin of the vendors read (e.g. hami.io/node-nvidia-register): not a HAMi node (or its device plugin has not registered yet)"
 
 // buildTop turns what allocation.Read found into the document.
-// unregistered are nodes named on the command line that have no register
-// annotation: they are shown with noRegister. namespace, when set,
+// unregistered are nodes named on the command line that have no card of
+// any vendor read: they are shown with noRegister. namespace, when set,
 // restricts the pods and problems listed.
 func buildTop(r allocation.Report, unregistered []string, namespace string) Top {
 	doc := Top{APIVersion: TopAPIVersion, Kind: TopKind, Namespace: namespace, Nodes: []TopNode{}}
@@ -148,16 +154,16 @@ func buildTop(r allocation.Report, unregistered []string, namespace string) Top 
 		node(name).Error = noRegister
 	}
 	for name, reason := range r.NodeErrors {
-		node(name).Error = "hami.io/node-nvidia-register cannot be read: " + reason
+		node(name).Error = "cards cannot be read: " + reason
 	}
 	for i := range r.Cards {
 		c := &r.Cards[i]
 		n := node(c.Node)
 		card := TopCard{
-			Index: c.Index, UUID: c.UUID, Model: c.Model, Mode: c.Mode, NUMA: c.NUMA,
+			Vendor: c.Vendor, Index: c.Index, UUID: c.UUID, Model: c.Model, Mode: c.Mode, NUMA: c.NUMA,
 			Healthy: c.Healthy, Cordoned: c.Cordoned, Overcommitted: c.Overcommitted(),
 			MemoryMiB: Amount{int64(c.Used.MemoryMiB), int64(c.MemoryMiB)},
-			Cores:     Amount{int64(c.Used.Cores), int64(c.Cores)},
+			Cores:     Amount{int64(c.Used.Cores), int64(c.CoreTotal)},
 			Sharers:   Amount{int64(c.Used.Sharers), int64(c.Split)},
 			Pods:      []Grant{},
 		}
@@ -187,7 +193,7 @@ func buildTop(r allocation.Report, unregistered []string, namespace string) Top 
 	for _, name := range names {
 		n := byName[name]
 		doc.Nodes = append(doc.Nodes, *n)
-		if n.Error != "" {
+		if len(n.Cards) == 0 && n.Error != "" {
 			doc.Total.UnreadableNodes++
 			continue
 		}

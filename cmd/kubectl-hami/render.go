@@ -96,7 +96,7 @@ func writeTable(w io.Writer, doc *Top, wide bool) error {
 		fmt.Fprintf(w, "Warning: %s\n", warning)
 	}
 	if len(doc.Nodes) == 0 {
-		_, err := fmt.Fprintln(w, "No HAMi GPU nodes found.")
+		_, err := fmt.Fprintln(w, "No HAMi device nodes found.")
 		return err
 	}
 	for i := range doc.Nodes {
@@ -107,7 +107,8 @@ func writeTable(w io.Writer, doc *Top, wide bool) error {
 		fmt.Fprintf(w, "NODE %s\n", n.Name)
 		if n.Error != "" {
 			fmt.Fprintf(w, "  %s\n", n.Error)
-		} else {
+		}
+		if n.Error == "" || len(n.Cards) > 0 {
 			writeNode(w, n, wide)
 		}
 		for _, p := range n.Problems {
@@ -131,16 +132,16 @@ func writeTable(w io.Writer, doc *Top, wide bool) error {
 func writeNode(w io.Writer, n *TopNode, wide bool) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	if wide {
-		fmt.Fprintln(tw, "CARD\tUUID\tMODEL\tMODE\tNUMA\tSTATE\tMEMORY (MiB)\t\tCORES\t\tSHARERS\tPODS")
+		fmt.Fprintln(tw, "VENDOR\tCARD\tUUID\tMODEL\tMODE\tNUMA\tSTATE\tMEMORY (MiB)\t\tCORES\t\tSHARERS\tPODS")
 	} else {
-		fmt.Fprintln(tw, "CARD\tUUID\tMODEL\tMODE\tSTATE\tMEMORY (MiB)\t\tCORES\t\tSHARERS\tPODS")
+		fmt.Fprintln(tw, "VENDOR\tCARD\tUUID\tMODEL\tMODE\tSTATE\tMEMORY (MiB)\t\tCORES\t\tSHARERS\tPODS")
 	}
 	for i := range n.Cards {
 		c := &n.Cards[i]
 		use := fmt.Sprintf("%s\t%d/%d\t%s\t%d/%d\t%d/%d", bar(c.MemoryMiB.Used, c.MemoryMiB.Total), c.MemoryMiB.Used, c.MemoryMiB.Total,
 			bar(c.Cores.Used, c.Cores.Total), c.Cores.Used, c.Cores.Total, c.Sharers.Used, c.Sharers.Total)
 		if !wide {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Index, shortUUID(c.UUID), c.Model, c.Mode, cardState(c), use, podNames(c))
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Vendor, c.Index, shortUUID(c.UUID), c.Model, c.Mode, cardState(c), use, podNames(c))
 			continue
 		}
 		pods := []string{"-"}
@@ -156,9 +157,9 @@ func writeNode(w io.Writer, n *TopNode, wide bool) {
 				pods = pods[1:]
 			}
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", c.Index, c.UUID, c.Model, c.Mode, c.NUMA, cardState(c), use, pods[0])
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\n", c.Vendor, c.Index, c.UUID, c.Model, c.Mode, c.NUMA, cardState(c), use, pods[0])
 		for _, p := range pods[1:] {
-			fmt.Fprintf(tw, "\t\t\t\t\t\t\t\t\t\t\t%s\n", p)
+			fmt.Fprintf(tw, "\t\t\t\t\t\t\t\t\t\t\t\t%s\n", p)
 		}
 	}
 	t := n.Total
@@ -166,7 +167,7 @@ func writeNode(w io.Writer, n *TopNode, wide bool) {
 	if wide {
 		blanks += "\t"
 	}
-	fmt.Fprintf(tw, "TOTAL\t%d %s%s\t%s\t%d/%d\t%s\t%d/%d\t%d/%d\n", t.Cards, plural(t.Cards, "card", "cards"), blanks,
+	fmt.Fprintf(tw, "TOTAL\t\t%d %s%s\t%s\t%d/%d\t%s\t%d/%d\t%d/%d\n", t.Cards, plural(t.Cards, "card", "cards"), blanks,
 		bar(t.MemoryMiB.Used, t.MemoryMiB.Total), t.MemoryMiB.Used, t.MemoryMiB.Total,
 		bar(t.Cores.Used, t.Cores.Total), t.Cores.Used, t.Cores.Total, t.Sharers.Used, t.Sharers.Total)
 	_ = tw.Flush()

@@ -16,8 +16,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
+	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 )
 
 // TopOptions are the inputs of `kubectl hami top`.
@@ -33,6 +34,11 @@ type TopOptions struct {
 	Nodes []string
 	// Namespace restricts the pods listed; empty for all.
 	Namespace string
+	// DeviceConfig is the path of HAMi's device-config.yaml whose vendors'
+	// cards are read; empty for every vendor of HAMi's chart default.
+	DeviceConfig string
+	// vendors are the vendors read, from DeviceConfig (Complete).
+	vendors []devices.Vendor
 
 	// client returns the clientset; tests replace it.
 	client func() (kubernetes.Interface, error)
@@ -48,7 +54,11 @@ const topExample = `  # Every GPU node's cards, with bars, the pods on each card
   kubectl hami top -l pool=train -n ml
 
   # The same as a JSON document (kind Top, apiVersion kubectl-hami.hami.io/v1)
-  kubectl hami top -o json`
+  kubectl hami top -o json
+
+  # Only the vendors the cluster's own device config enables, with its resource names
+  kubectl -n kube-system get configmap hami-scheduler-device -o jsonpath='{.data.device-config\.yaml}' > device-config.yaml
+  kubectl hami top --device-config device-config.yaml`
 
 // NewTopCommand returns the top subcommand.
 func NewTopCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
@@ -61,12 +71,17 @@ func newTopCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.I
 	o := &TopOptions{ConfigFlags: cf, IOStreams: streams, client: client}
 	cmd := &cobra.Command{
 		Use:   "top [NODE...]",
-		Short: "Show the GPU cards of HAMi nodes: memory, cores and sharers used, and the pods on each card",
-		Long: `Show, per node, each card HAMi's device plugin registered (hami.io/node-nvidia-register)
-and what the pods bound to the node hold of it (hami.io/vgpu-devices-allocated), read
-the way the scheduler reads them: pods whose spec.nodeName equals their hami.io/vgpu-node
-annotation and that have not terminated. Works against hami-scheduler and HAMi's own
-scheduler extender alike.
+		Short: "Show the device cards of HAMi nodes: memory, cores and sharers used, and the pods on each card",
+		Long: `Show, per node, each card a HAMi device plugin registered, of every vendor
+(NVIDIA's hami.io/node-nvidia-register, Ascend's hami.io/node-register-<chip>, ...), and
+what the pods bound to the node hold of it (the vendor's allocated annotation, NVIDIA's
+hami.io/vgpu-devices-allocated), read the way the scheduler reads them: pods whose
+spec.nodeName equals their hami.io/vgpu-node annotation and that have not terminated.
+Works against hami-scheduler and HAMi's own scheduler extender alike.
+
+The vendors read are those of HAMi's chart-default device config (every vendor, with
+their default resource names); --device-config reads the cluster's own
+device-config.yaml instead.
 
 With -n only that namespace's pods are listed; the amounts still count every pod.`,
 		Example:               topExample,
@@ -84,6 +99,7 @@ With -n only that namespace's pods are listed; the amounts still count every pod
 	}
 	cmd.Flags().StringVarP(&o.Output, "output", "o", "", "Output format: wide or json.")
 	cmd.Flags().StringVarP(&o.Selector, "selector", "l", "", "Node label selector (e.g. -l key1=value1,key2=value2).")
+	cmd.Flags().StringVar(&o.DeviceConfig, "device-config", "", "HAMi's device-config.yaml whose vendors to read (default: every vendor of HAMi's chart default).")
 	return cmd
 }
 
@@ -92,6 +108,15 @@ func (o *TopOptions) Complete(cmd *cobra.Command, args []string) error {
 	o.Nodes = args
 	if f := cmd.Flag("namespace"); f != nil && f.Changed && o.ConfigFlags.Namespace != nil {
 		o.Namespace = *o.ConfigFlags.Namespace
+	}
+	var err error
+	if o.DeviceConfig == "" {
+		o.vendors, err = clustervendors.Chart()
+	} else {
+		o.vendors, err = clustervendors.FromFile(o.DeviceConfig)
+	}
+	if err != nil {
+		return err
 	}
 	if o.client == nil {
 		o.client = func() (kubernetes.Interface, error) {
@@ -153,15 +178,30 @@ func (o *TopOptions) top(ctx context.Context, client kubernetes.Interface) (Top,
 	if err != nil {
 		return Top{}, err
 	}
+	report := allocation.Read(o.vendors, nodes, pods)
 	var unregistered []string
-	for i := range nodes {
-		if _, ok := nodes[i].Annotations[nvidia.RegisterAnnotation]; !ok && len(o.Nodes) > 0 {
-			unregistered = append(unregistered, nodes[i].Name)
-		}
+	if len(o.Nodes) > 0 {
+		unregistered = withoutCards(report, nodes)
 	}
-	doc := buildTop(allocation.Read(nodes, pods), unregistered, o.Namespace)
+	doc := buildTop(report, unregistered, o.Namespace)
 	doc.Warnings = warnings
 	return doc, nil
+}
+
+// withoutCards lists the nodes of which the report has neither a card nor
+// an error: no vendor's device plugin registered cards there.
+func withoutCards(r allocation.Report, nodes []corev1.Node) []string {
+	seen := map[string]bool{}
+	for i := range r.Cards {
+		seen[r.Cards[i].Node] = true
+	}
+	var out []string
+	for i := range nodes {
+		if _, unreadable := r.NodeErrors[nodes[i].Name]; !unreadable && !seen[nodes[i].Name] {
+			out = append(out, nodes[i].Name)
+		}
+	}
+	return out
 }
 
 // listNodes gets the named nodes, or lists those the selector matches.

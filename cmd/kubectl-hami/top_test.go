@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
@@ -32,8 +33,14 @@ const (
 	a100m = "GPU-5d0c1a2b-6b7a-4c1e-9f00-00000000a100"
 )
 
+// node is a node with the annotations; one with NVIDIA's register
+// annotation advertises its cards, as a serving device plugin does.
 func node(name string, labels, annotations map[string]string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: annotations}}
+	if _, ok := annotations[nvidia.RegisterAnnotation]; ok {
+		n.Status.Allocatable = corev1.ResourceList{nvidia.DefaultCountName: resource.MustParse("10")}
+	}
+	return n
 }
 
 // pod is a pod bound to nodeName by a HAMi scheduler with the given

@@ -9,12 +9,24 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
+
+// nvidiaOnly are the scheduler's built-in vendors: NVIDIA alone.
+func nvidiaOnly(t *testing.T) []devices.Vendor {
+	t.Helper()
+	vendors, err := clustervendors.FromConfigs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return vendors
+}
 
 func TestRead(t *testing.T) {
 	spec := simnode.Spec{Nodes: 1, Cards: 2, Model: "Tesla T4", MemoryMiB: 15360, Split: 2, Cores: 100}
 	node := *spec.Build("n", 0)[0]
+	vendors := nvidiaOnly(t)
 	a, b := simnode.CardUUID("n-0", 0), simnode.CardUUID("n-0", 1)
 	pod := func(name, node string, phase corev1.PodPhase, allocated string) corev1.Pod {
 		p := corev1.Pod{
@@ -76,7 +88,7 @@ func TestRead(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := Read([]corev1.Node{node}, tt.pods)
+			r := Read(vendors, []corev1.Node{node}, tt.pods)
 			cards, grants, problems := r.Cards, r.Grants, r.PodProblems
 			if len(r.UnreadableNodes) != 0 {
 				t.Errorf("unreadable nodes %v, want none", r.UnreadableNodes)
@@ -119,7 +131,7 @@ func TestRead(t *testing.T) {
 	// Its pods' cards cannot be matched: that is the node's problem, not
 	// theirs.
 	onBad := pod("on-bad", "bad", corev1.PodRunning, a+",NVIDIA,1000,0:;")
-	r := Read([]corev1.Node{*bad}, []corev1.Pod{onBad})
+	r := Read(vendors, []corev1.Node{*bad}, []corev1.Pod{onBad})
 	if len(r.Cards) != 0 || len(r.UnreadableNodes) != 1 || !strings.Contains(r.UnreadableNodes[0], "node bad") {
 		t.Errorf("garbage node: cards %v, unreadable %v; want none and one", r.Cards, r.UnreadableNodes)
 	}
@@ -130,7 +142,7 @@ func TestRead(t *testing.T) {
 	// Cordoned cards are marked.
 	cordoned := node.DeepCopy()
 	cordoned.Annotations[devices.DeviceCordon] = " " + b + " "
-	r = Read([]corev1.Node{*cordoned}, nil)
+	r = Read(vendors, []corev1.Node{*cordoned}, nil)
 	if len(r.Cards) != 2 || r.Cards[0].Cordoned || !r.Cards[1].Cordoned {
 		t.Errorf("cordon %q: cards %+v, want the second cordoned", b, r.Cards)
 	}

@@ -9,15 +9,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/devices"
 )
 
-// WriteTable prints, for people, which card each GPU pod got and how much
-// of it, then every card's use, then why pending GPU pods wait.
-func WriteTable(w io.Writer, r Report, pods []corev1.Pod) {
+// WriteTable prints, for people, which card each device pod got and how
+// much of it, then every card's use, then why pending device pods wait.
+// vendors are those r was read with: a device pod asks for or holds cards
+// of one of them.
+func WriteTable(w io.Writer, vendors []devices.Vendor, r Report, pods []corev1.Pod) {
 	gpuPods := make([]*corev1.Pod, 0, len(pods))
 	for i := range pods {
-		if asksForCards(&pods[i]) {
+		if asksForCards(vendors, &pods[i]) {
 			gpuPods = append(gpuPods, &pods[i])
 		}
 	}
@@ -30,7 +32,7 @@ func WriteTable(w io.Writer, r Report, pods []corev1.Pod) {
 	})
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAMESPACE\tPOD\tPHASE\tNODE\tCONTAINER\tCARD\tMEMORY\tCORES")
+	fmt.Fprintln(tw, "NAMESPACE\tPOD\tPHASE\tNODE\tCONTAINER\tVENDOR\tCARD\tMEMORY\tCORES")
 	var pending []*corev1.Pod
 	for _, p := range gpuPods {
 		grants := r.Grants[p.Namespace+"/"+p.Name]
@@ -44,7 +46,7 @@ func WriteTable(w io.Writer, r Report, pods []corev1.Pod) {
 				node = "-"
 				pending = append(pending, p)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\n", p.Namespace, p.Name, phase, node)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t-\t-\t-\t-\t-\n", p.Namespace, p.Name, phase, node)
 			continue
 		}
 		for _, g := range grants {
@@ -52,21 +54,21 @@ func WriteTable(w io.Writer, r Report, pods []corev1.Pod) {
 			if g.Index >= 0 {
 				card = fmt.Sprintf("#%d %s", g.Index, card)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d MiB\t%d%%\n", p.Namespace, p.Name, phase, p.Spec.NodeName, g.Container, card, g.MemoryMiB, g.Cores)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d MiB\t%d%%\n", p.Namespace, p.Name, phase, p.Spec.NodeName, g.Container, g.Vendor, card, g.MemoryMiB, g.Cores)
 		}
 	}
 	_ = tw.Flush()
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tCARD\tUUID\tMODEL\tSHARES\tMEMORY (MiB)\tCORES\tPODS")
+	fmt.Fprintln(tw, "NODE\tVENDOR\tCARD\tUUID\tMODEL\tSHARES\tMEMORY (MiB)\tCORES\tPODS")
 	for _, c := range r.Cards {
 		flag := ""
 		if c.Overcommitted() {
 			flag = "  OVER-COMMITTED"
 		}
-		fmt.Fprintf(tw, "%s\t#%d\t%s\t%s\t%d/%d\t%d/%d\t%d/%d\t%s%s\n", c.Node, c.Index, shortUUID(c.UUID), c.Model,
-			c.Used.Sharers, c.Split, c.Used.MemoryMiB, c.MemoryMiB, c.Used.Cores, c.Cores, uniqueNames(c.Pods), flag)
+		fmt.Fprintf(tw, "%s\t%s\t#%d\t%s\t%s\t%d/%d\t%d/%d\t%d/%d\t%s%s\n", c.Node, c.Vendor, c.Index, shortUUID(c.UUID), c.Model,
+			c.Used.Sharers, c.Split, c.Used.MemoryMiB, c.MemoryMiB, c.Used.Cores, c.CoreTotal, uniqueNames(c.Pods), flag)
 	}
 	_ = tw.Flush()
 
@@ -84,18 +86,21 @@ func WriteTable(w io.Writer, r Report, pods []corev1.Pod) {
 	}
 }
 
-// asksForCards reports whether any container asks for NVIDIA cards or the
-// pod already holds some.
-func asksForCards(p *corev1.Pod) bool {
-	if _, ok := p.Annotations[nvidia.AllocatedAnnotation]; ok {
-		return true
-	}
-	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
-		for _, c := range cs {
-			if _, ok := c.Resources.Limits[nvidia.DefaultCountName]; ok {
+// asksForCards reports whether any container asks for cards of one of the
+// vendors (their count resource) or the pod already holds some (carries
+// their allocated annotation).
+func asksForCards(vendors []devices.Vendor, p *corev1.Pod) bool {
+	for _, v := range vendors {
+		_, allocated := v.AssignmentAnnotations()
+		if _, ok := p.Annotations[allocated]; ok {
+			return true
+		}
+		count := v.Resources().Count
+		for _, c := range devices.Containers(p) {
+			if _, ok := c.Resources.Limits[count]; ok {
 				return true
 			}
-			if _, ok := c.Resources.Requests[nvidia.DefaultCountName]; ok {
+			if _, ok := c.Resources.Requests[count]; ok {
 				return true
 			}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
+	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
@@ -37,6 +38,9 @@ type env struct {
 	ctx   context.Context
 	ns    string
 	group string
+	// vendors are those the scheduler runs with, whose cards
+	// checkAccounting reads; nil is its built-in default, NVIDIA.
+	vendors []devices.Vendor
 }
 
 // newEnv creates the test's namespace, named after the test (with a
@@ -206,14 +210,20 @@ func (e *env) waitUnschedulable(name string) string {
 
 // checkAccounting fails the test if any card of the test's nodes holds
 // more than its split count, memory or cores, according to the pods'
-// hami.io/vgpu-devices-allocated annotations.
+// allocated annotations of the env's vendors.
 func (e *env) checkAccounting() []allocation.CardUse {
 	e.t.Helper()
 	nodes, err := controlPlane.Client.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{LabelSelector: groupLabel + "=" + e.group})
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	r := allocation.Read(nodes.Items, e.pods())
+	vendors := e.vendors
+	if vendors == nil {
+		if vendors, err = clustervendors.FromConfigs(nil); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	r := allocation.Read(vendors, nodes.Items, e.pods())
 	for _, p := range r.PodProblems {
 		e.t.Errorf("accounting: %s", p)
 	}

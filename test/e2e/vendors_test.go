@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,7 @@ func TestEveryVendor(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, "vendors")
+	e.vendors = registry.Vendors()
 	// The webhook, as hami-local runs it, for this namespace only.
 	patch := []byte(`{"metadata":{"labels":{"` + webhookLabel + `":"vendors"}}}`)
 	if _, err := controlPlane.Client.CoreV1().Namespaces().Patch(e.ctx, e.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
@@ -146,6 +148,7 @@ func TestEveryVendor(t *testing.T) {
 			t.Errorf("no example runs on vendor %s", v.Name())
 		}
 	}
+	checkEveryVendorAccounted(e, nodes, append(slices.Sorted(maps.Keys(served)), nvidia.VendorWord))
 	// Every plugin that locks released its lock: the shared one and
 	// Cambricon's own.
 	for _, n := range nodes {
@@ -158,6 +161,28 @@ func TestEveryVendor(t *testing.T) {
 			lock, held := fresh.Annotations[cambricon.LockAnnotation]
 			return !held, lock
 		})
+	}
+}
+
+// checkEveryVendorAccounted runs the accounting check (no pod problem, no
+// over-commit) over every vendor and checks that it read cards on every
+// node and that each vendor serving a pod has cards held.
+func checkEveryVendorAccounted(e *env, nodes []*corev1.Node, served []string) {
+	e.t.Helper()
+	withCards, held := map[string]bool{}, map[string]bool{}
+	for _, c := range e.checkAccounting() {
+		withCards[c.Node] = true
+		held[c.Vendor] = held[c.Vendor] || c.Used.Sharers > 0
+	}
+	for _, n := range nodes {
+		if !withCards[n.Name] {
+			e.t.Errorf("accounting: no card of node %s read", n.Name)
+		}
+	}
+	for _, v := range served {
+		if !held[v] {
+			e.t.Errorf("accounting: no %s card held, though a pod runs on one", v)
+		}
 	}
 }
 

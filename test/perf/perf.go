@@ -36,6 +36,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
+	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
@@ -497,7 +498,12 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	if err != nil {
 		return ph, nil, err
 	}
-	report := allocation.Read(allNodes.Items, pods.Items)
+	// The cluster is NVIDIA's alone: the scheduler's built-in vendors.
+	nvidiaOnly, err := clustervendors.FromConfigs(nil)
+	if err != nil {
+		return ph, nil, err
+	}
+	report := allocation.Read(nvidiaOnly, allNodes.Items, pods.Items)
 	problems = append(allocation.Overcommitments(report.Cards), report.PodProblems...)
 	if ph.Profile == profile.SchedulerName {
 		ph.Packing = fractionalPacking(report)

@@ -1,0 +1,180 @@
+package allocation
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+)
+
+// Read reads the cards of every given vendor on the nodes (a vendor whose
+// cards of a node cannot be used, Inventory's error, is skipped there and
+// reported, naming the vendor; cordoned cards are marked) and accounts, per
+// card, the grants of every pod the scheduler counts: bound to a node
+// (spec.nodeName equal to its hami.io/vgpu-node annotation), not
+// terminated, with a non-empty assignment in a vendor's allocated
+// annotation. A grant is matched to a card by node, vendor and UUID. A pod
+// whose assignment cannot be decoded, or names a card its node does not
+// list, is reported and its other grants are still counted.
+func Read(vendors []devices.Vendor, nodes []corev1.Node, pods []corev1.Pod) Report {
+	rd := reader{
+		r:          Report{Grants: map[string][]PodGrant{}, NodeErrors: map[string]string{}},
+		cards:      map[cardKey]int{},
+		unreadable: map[cardKey]bool{},
+	}
+	for _, i := range byName(nodes) {
+		rd.readNode(vendors, &nodes[i])
+	}
+	for i := range pods {
+		rd.readPod(vendors, &pods[i])
+	}
+	return rd.r
+}
+
+// reader is the state of one Read.
+type reader struct {
+	r Report
+	// cards indexes r.Cards by node, vendor and UUID.
+	cards map[cardKey]int
+	// unreadable holds the node and vendor (no UUID) of each inventory
+	// that could not be read.
+	unreadable map[cardKey]bool
+}
+
+// cardKey names a card by node, vendor name and UUID.
+type cardKey struct{ node, vendor, uuid string }
+
+// byName returns the nodes' indexes in name order.
+func byName(nodes []corev1.Node) []int {
+	order := make([]int, len(nodes))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return nodes[order[a]].Name < nodes[order[b]].Name })
+	return order
+}
+
+// readNode appends each vendor's cards of the node, by index, or records
+// why they cannot be read.
+func (rd *reader) readNode(vendors []devices.Vendor, n *corev1.Node) {
+	var reasons []string
+	for _, v := range vendors {
+		cards, err := v.Inventory(n)
+		if err != nil {
+			reason := fmt.Sprintf("%s: %v", v.Name(), err)
+			rd.r.UnreadableNodes = append(rd.r.UnreadableNodes, fmt.Sprintf("node %s: %s", n.Name, reason))
+			reasons = append(reasons, reason)
+			rd.unreadable[cardKey{node: n.Name, vendor: v.Name()}] = true
+			continue
+		}
+		sort.SliceStable(cards, func(i, j int) bool { return cards[i].Index < cards[j].Index })
+		for _, c := range cards {
+			rd.cards[cardKey{n.Name, v.Name(), c.UUID}] = len(rd.r.Cards)
+			rd.r.Cards = append(rd.r.Cards, CardUse{Node: n.Name, Vendor: v.Name(), Card: c, CoreTotal: coreTotal(v, &c)})
+		}
+	}
+	if len(reasons) > 0 {
+		rd.r.NodeErrors[n.Name] = strings.Join(reasons, "; ")
+	}
+}
+
+// readPod accounts what a bound, not terminated pod holds of each vendor's
+// cards.
+func (rd *reader) readPod(vendors []devices.Vendor, p *corev1.Pod) {
+	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	held := rd.assignments(vendors, p)
+	if len(held) == 0 {
+		return
+	}
+	if assigned := p.Annotations[devices.AssignedNode]; assigned != p.Spec.NodeName {
+		rd.r.podProblem(p, fmt.Sprintf("bound to node %s but %s is %q: not counted, as the scheduler does not count it",
+			p.Spec.NodeName, devices.AssignedNode, assigned))
+		return
+	}
+	for _, v := range vendors {
+		if a, ok := held[v.Name()]; ok {
+			rd.grant(v.Name(), p, a)
+			rd.charge(v.Name(), p, a)
+		}
+	}
+}
+
+// assignments decodes the pod's non-empty assignments by vendor name,
+// reporting those that cannot be decoded.
+func (rd *reader) assignments(vendors []devices.Vendor, p *corev1.Pod) map[string]devices.Assignment {
+	held := map[string]devices.Assignment{}
+	for _, v := range vendors {
+		_, key := v.AssignmentAnnotations()
+		raw, ok := p.Annotations[key]
+		if !ok {
+			continue
+		}
+		a, err := devices.DecodeAssignment(raw)
+		if err != nil {
+			rd.r.podProblem(p, fmt.Sprintf("%s: %v", key, err))
+			continue
+		}
+		if !a.Empty() {
+			held[v.Name()] = a
+		}
+	}
+	return held
+}
+
+// grant records each grant of the pod's assignment of one vendor, on its
+// card and in the pod's grants; a card the node does not list is reported
+// unless the node's cards of that vendor could not be read.
+func (rd *reader) grant(vendor string, p *corev1.Pod, a devices.Assignment) {
+	key := p.Namespace + "/" + p.Name
+	nodeUnreadable := rd.unreadable[cardKey{node: p.Spec.NodeName, vendor: vendor}]
+	containers := devices.Containers(p)
+	for ci, container := range a {
+		name := fmt.Sprintf("#%d", ci)
+		if ci < len(containers) {
+			name = containers[ci].Name
+		}
+		for _, g := range container {
+			idx, ok := rd.cards[cardKey{p.Spec.NodeName, vendor, g.UUID}]
+			pg := PodGrant{Container: name, Grant: g, Index: -1}
+			if ok {
+				c := &rd.r.Cards[idx]
+				c.Pods = append(c.Pods, key)
+				c.Holders = append(c.Holders, Holder{Namespace: p.Namespace, Pod: p.Name, Container: name, MemoryMiB: g.MemoryMiB, Cores: g.Cores})
+				pg.Index = c.Index
+			} else if !nodeUnreadable {
+				rd.r.podProblem(p, fmt.Sprintf("holds card %s that node %s does not list", g.UUID, p.Spec.NodeName))
+			}
+			rd.r.Grants[key] = append(rd.r.Grants[key], pg)
+		}
+	}
+}
+
+// charge adds what a pod holds of one vendor's cards to its node's cards,
+// as the scheduler accounts it: per card the larger of its biggest init
+// grant and the sum of its regular grants, the regular grants alone once
+// every init container has succeeded (HAMi's rules).
+func (rd *reader) charge(vendor string, p *corev1.Pod, a devices.Assignment) {
+	inits := len(p.Spec.InitContainers)
+	if inits > 0 && devices.InitContainersSucceeded(p) {
+		a, inits = a.Regular(inits), 0
+	}
+	seen := map[int]bool{}
+	a.Grants(func(g devices.Grant) {
+		idx, ok := rd.cards[cardKey{p.Spec.NodeName, vendor, g.UUID}]
+		if !ok || seen[idx] {
+			return
+		}
+		seen[idx] = true
+		c := &rd.r.Cards[idx]
+		used := []devices.Usage{{}}
+		devices.ApplyGrants([]devices.Card{c.Card}, used, a, inits, true)
+		c.Used.Sharers += used[0].Sharers
+		c.Used.MemoryMiB += used[0].MemoryMiB
+		c.Used.Cores += used[0].Cores
+	})
+}
