@@ -2,11 +2,11 @@
 // with HAMi (hami-scheduler or HAMi's own scheduler extender). Copied onto
 // the PATH it runs as `kubectl hami`.
 //
-//	kubectl hami top [NODE...] [-l selector] [-n namespace] [-o wide|json]
+//	kubectl hami top [NODE...] [-l selector] [-n namespace] [-o wide|json] [--device-config file]
 //
-// shows each node's cards: model, memory, cores and sharers used of their
-// totals as bars, the pods on each card, and totals per node and for the
-// cluster. It reads the same annotations the scheduler does; see
+// shows each node's cards, of every vendor: model, memory, cores and
+// sharers used of their totals as bars, the pods on each card, and totals
+// per node and for the cluster. It reads the same annotations the scheduler does; see
 // README.md next to this file.
 package main
 
