@@ -68,7 +68,7 @@ func status(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	vendors, err := readVendors(*deviceConfig)
+	vendors, err := clustervendors.FromFileOrChart(*deviceConfig) // a superset of what hami-local runs with
 	if err != nil {
 		return err
 	}

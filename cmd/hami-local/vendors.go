@@ -9,7 +9,6 @@ import (
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/apis/deviceconfig"
 	"github.com/hami-scheduler/hami-scheduler/devices"
-	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
@@ -59,14 +58,4 @@ func served(configs []devices.Config, s simnode.Spec) bool {
 		}
 	}
 	return false
-}
-
-// readVendors are the vendors whose cards status reads: those of the
-// device config file at path, or every vendor of HAMi's chart default
-// when path is empty (a superset of what hami-local may run with).
-func readVendors(path string) ([]devices.Vendor, error) {
-	if path == "" {
-		return clustervendors.Chart()
-	}
-	return clustervendors.FromFile(path)
 }

@@ -110,12 +110,7 @@ func (o *TopOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.Namespace = *o.ConfigFlags.Namespace
 	}
 	var err error
-	if o.DeviceConfig == "" {
-		o.vendors, err = clustervendors.Chart()
-	} else {
-		o.vendors, err = clustervendors.FromFile(o.DeviceConfig)
-	}
-	if err != nil {
+	if o.vendors, err = clustervendors.FromFileOrChart(o.DeviceConfig); err != nil {
 		return err
 	}
 	if o.client == nil {

@@ -27,6 +27,16 @@ func Chart() ([]devices.Vendor, error) {
 	return FromConfigs(settings.Configs)
 }
 
+// FromFileOrChart returns the vendors of the device-config.yaml at path,
+// or, when path is empty, every vendor of HAMi's chart default: what a
+// tool reads when the user names no device config.
+func FromFileOrChart(path string) ([]devices.Vendor, error) {
+	if path == "" {
+		return Chart()
+	}
+	return FromFile(path)
+}
+
 // FromFile returns the vendors a HAMi device-config.yaml enables.
 func FromFile(path string) ([]devices.Vendor, error) {
 	settings, err := hamiconfig.FromDeviceConfigFile(path, switches)
