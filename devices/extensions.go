@@ -37,6 +37,14 @@ type PodDefaulter interface {
 	DefaultInPod(pod *corev1.Pod, ctr *corev1.Container) (bool, error)
 }
 
+// CoreAccounter is a vendor whose cards' grants are checked against
+// another core total than the registered one (Ascend NPUs of a hami-core
+// node: cores in percent, 100). Tools that read usage back
+// (internal/allocation) account a card against CoreTotal.
+type CoreAccounter interface {
+	CoreTotal(c *Card) int32
+}
+
 // NodeScorer is a vendor that adds its own term to a node's score for a
 // placement, as HAMi's ScoreNode does (e.g. Ascend's network topology).
 type NodeScorer interface {

@@ -25,7 +25,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	var opts devices.FitOptions
 	if req.Preferences.Mode == ModeHAMiCore {
 		// Checked against 100, scored with the registered devcore.
-		opts.CoreTotal = 100
+		opts.CoreTotal = hamiCoreTotal
 	}
 	switch {
 	case v.pairs:
@@ -34,6 +34,20 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 		opts.Pick = byNetworkID
 	}
 	return devices.FitPodWith(v.cfg.CommonWord, cards, used, req, opts)
+}
+
+// hamiCoreTotal is an NPU's core total for hami-core pods, whose cores
+// are percent.
+const hamiCoreTotal = 100
+
+// CoreTotal implements devices.CoreAccounter: an NPU of a node that runs
+// the hami-core soft split is accounted against 100 (percent), as Fit
+// checks hami-core pods; other NPUs against their registered cores.
+func (v *Vendor) CoreTotal(c *devices.Card) int32 {
+	if c.Mode == ModeHAMiCore {
+		return hamiCoreTotal
+	}
+	return c.Cores
 }
 
 func hasNetworkIDs(cards []devices.Card) bool {
