@@ -157,12 +157,19 @@ func ascendInventory(n *corev1.Node, s Spec) {
 func ascendPlugins() []plugin {
 	var out []plugin
 	for _, c := range ascend.DefaultConfigs() {
-		out = append(out, plugin{
-			resources: []corev1.ResourceName{corev1.ResourceName(c.ResourceName)}, toAllocate: ascend.ToAllocateAnnotation(c.CommonWord),
-			word: c.CommonWord, allocated: ascend.AllocatedAnnotation(c.CommonWord), lock: devices.NodeLock,
-		})
+		out = append(out, chipPlugin(c.ResourceName, c.CommonWord, ascend.ToAllocateAnnotation(c.CommonWord), ascend.AllocatedAnnotation(c.CommonWord)))
 	}
 	return out
+}
+
+// chipPlugin is the device plugin of one chip of a vendor whose keys name
+// the chip (Ascend, Iluvatar): it serves the chip's count resource and
+// takes HAMi's shared node lock.
+func chipPlugin(resource, word, toAllocate, allocated string) plugin {
+	return plugin{
+		resources: []corev1.ResourceName{corev1.ResourceName(resource)}, toAllocate: toAllocate,
+		word: word, allocated: allocated, lock: devices.NodeLock,
+	}
 }
 
 // iluvatarChip is the chart's Iluvatar chip the model names.
@@ -188,10 +195,7 @@ func iluvatarInventory(n *corev1.Node, s Spec) {
 func iluvatarPlugins() []plugin {
 	var out []plugin
 	for _, c := range iluvatar.DefaultConfigs() {
-		out = append(out, plugin{
-			resources: []corev1.ResourceName{corev1.ResourceName(c.ResourceCountName)}, toAllocate: iluvatar.ToAllocateAnnotation(c.CommonWord),
-			word: c.CommonWord, allocated: iluvatar.AllocatedAnnotation(c.CommonWord), lock: devices.NodeLock,
-		})
+		out = append(out, chipPlugin(c.ResourceCountName, c.CommonWord, iluvatar.ToAllocateAnnotation(c.CommonWord), iluvatar.AllocatedAnnotation(c.CommonWord)))
 	}
 	return out
 }
