@@ -10,7 +10,7 @@ BUILD_DATE  ?= $(shell date -u +%Y-%m-%dT%H:%M:%SZ)
 # semver build metadata.
 GIT_VERSION := $(KUBE_VERSION)+hami.$(HAMI_VERSION).$(GIT_COMMIT)
 VERSION_PKG := k8s.io/component-base/version
-LDFLAGS     := -s -w -X $(VERSION_PKG).gitVersion=$(GIT_VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) \
+LDFLAGS     := -s -w -X github.com/hami-scheduler/hami-scheduler/internal/kubeversion.Release=$(HAMI_VERSION) -X $(VERSION_PKG).gitVersion=$(GIT_VERSION) -X $(VERSION_PKG).gitCommit=$(GIT_COMMIT) \
                -X $(VERSION_PKG).buildDate=$(BUILD_DATE) -X $(VERSION_PKG).gitTreeState=clean
 # Packages whose tests run under the race detector (concurrent cache and
 # plugin code); the rest run without it to keep the build cache small.
@@ -22,7 +22,14 @@ BENCH_PODS  ?= 1000
 # More flags for test/perf, e.g. BENCH_ARGS="-node-side=fast -policies=binpack -arrivals=backlog".
 BENCH_ARGS  ?=
 
-.PHONY: all build test test-unit test-race bench bench-e2e run lint fmt vet clean generate verify-generate layout fuzz test-chaos manifests
+# Kubernetes releases the compatibility suite runs against: the newest
+# patch of every minor the project claims (make test-compat), and one
+# smoke run per band in CI (make test-compat-smoke: the oldest minor the
+# newest band serves, and the minor below it, which that band refuses).
+COMPAT_VERSIONS ?= v1.28.15 v1.29.6 v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2
+COMPAT_SMOKE    ?= v1.34.4 v1.33.13
+
+.PHONY: all build test test-unit test-race bench bench-e2e run lint test-compat test-compat-smoke fmt vet clean generate verify-generate layout fuzz test-chaos manifests
 
 all: build
 
@@ -53,6 +60,14 @@ test: lint test-unit test-race
 
 test-unit:
 	$(GO) test -count=1 ./...
+
+# The compatibility suite (test/compat) against each release's own
+# kube-apiserver, built from Go modules and cached (hack/build-kube-apiserver.sh).
+test-compat: build
+	./hack/test-compat.sh $(COMPAT_VERSIONS)
+
+test-compat-smoke: build
+	./hack/test-compat.sh $(COMPAT_SMOKE)
 
 test-race:
 	$(GO) test -count=1 -race $(RACE_PKGS)

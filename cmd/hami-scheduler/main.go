@@ -40,10 +40,11 @@ func main() {
 // scheduler starts: kube-scheduler validates only its in-tree plugins'
 // args, and would otherwise report ours only when it builds its profiles,
 // after its API client (so not at all without a kubeconfig), and without
-// the field path.
+// the field path. Before that, the scheduler reads the API server's
+// version and emulates its minor (withServerEmulation).
 func newCommand() *cobra.Command {
 	plugins.RegisterMetrics()
-	return withMetricsListener(withConfigCheck(app.NewSchedulerCommand(app.WithPlugin(plugins.Name, plugins.New))))
+	return withServerEmulation(withMetricsListener(withConfigCheck(app.NewSchedulerCommand(app.WithPlugin(plugins.Name, plugins.New)))))
 }
 
 // metricsBindFlag serves the metrics registry (kube-scheduler's and

@@ -41,6 +41,12 @@ type ControlPlane struct {
 	Config *rest.Config
 	// Client uses Config.
 	Client kubernetes.Interface
+	// TenantConfig reaches the apiserver as a user in no group, whom
+	// only RBAC can grant rights; nil on the in-process apiserver (Start),
+	// which authorizes every request.
+	TenantConfig *rest.Config
+	// TenantUser is TenantConfig's user name, for RBAC subjects.
+	TenantUser string
 
 	tb       *processTB
 	etcd     *embed.Etcd

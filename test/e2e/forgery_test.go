@@ -1,29 +1,22 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
-	"io"
 	"strings"
 	"testing"
 	"time"
 
-	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
-	"github.com/hami-scheduler/hami-scheduler/manifests"
 )
 
 // The shipped ValidatingAdmissionPolicy keeps a tenant, even one whose RBAC
@@ -115,37 +108,13 @@ func TestTenantsCannotForgeSchedulingState(t *testing.T) {
 }
 
 // applyAdmissionPolicy creates the objects of manifests/admission-policy.yaml
-// and removes them when the test ends.
+// for the test's duration.
 func applyAdmissionPolicy(t *testing.T, e *env) {
 	t.Helper()
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifests.AdmissionPolicyYAML)))
-	client := controlPlane.Client.AdmissionregistrationV1()
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(doc, nil, nil)
-		if err != nil {
-			t.Fatalf("decode manifests/admission-policy.yaml: %v", err)
-		}
-		switch o := obj.(type) {
-		case *admissionv1.ValidatingAdmissionPolicy:
-			if _, err := client.ValidatingAdmissionPolicies().Create(e.ctx, o, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = client.ValidatingAdmissionPolicies().Delete(e.ctx, o.Name, metav1.DeleteOptions{}) })
-		case *admissionv1.ValidatingAdmissionPolicyBinding:
-			if _, err := client.ValidatingAdmissionPolicyBindings().Create(e.ctx, o, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = client.ValidatingAdmissionPolicyBindings().Delete(e.ctx, o.Name, metav1.DeleteOptions{}) })
-		default:
-			t.Fatalf("unexpected %T in manifests/admission-policy.yaml", obj)
-		}
+	remove, err := localcluster.ApplyAdmissionPolicy(e.ctx, controlPlane.Client)
+	t.Cleanup(remove)
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -1,0 +1,89 @@
+// Package kubeversion decides which Kubernetes minors a hami-scheduler
+// build serves and what it emulates against a given API server.
+//
+// A build is kube-scheduler of one Kubernetes release (its "binary
+// minor"). kube-scheduler waits for every informer it starts before it
+// schedules, and a list the API server answers with 404 never syncs, so a
+// build must not watch an API the cluster lacks. From 1.31 on,
+// kube-scheduler can emulate an older minor (--emulated-version, down to
+// the binary minor minus 3, never below 1.31), which turns off the feature
+// gates, and with them the informers, that minor did not have. The version
+// skew policy lets kube-scheduler be one minor older than the API server,
+// never newer.
+//
+// The images ship one build per band; Bands lists them, and the chart picks
+// its image tag the same way (manifests/charts/hami-scheduler, imageBand).
+package kubeversion
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Band is one shipped build: kube-scheduler of Kubernetes 1.Minor, which
+// serves API servers 1.Oldest() to 1.Newest().
+type Band struct {
+	// Minor is the Kubernetes minor the build is compiled from.
+	Minor int
+}
+
+// Bands are the builds this tree ships, newest first. The image tag of a
+// band is <version>-k8s1.<Minor>, its binary `make build K8S_MINOR=1.<Minor>`
+// (the newest is also plain `make build`).
+var Bands = []Band{{Minor: 37}}
+
+// firstEmulatingMinor is the first kube-scheduler that has
+// --emulated-version.
+const firstEmulatingMinor = 31
+
+// emulationReach is how many minors below its own a binary can emulate.
+const emulationReach = 3
+
+// Oldest is the oldest API server minor the band serves: the oldest minor
+// it can emulate (its own below 1.31).
+func (b Band) Oldest() int {
+	if b.Minor < firstEmulatingMinor {
+		return b.Minor
+	}
+	return max(b.Minor-emulationReach, firstEmulatingMinor)
+}
+
+// Newest is the newest API server minor the band serves: one newer than
+// its own, as the skew policy allows.
+func (b Band) Newest() int { return b.Minor + 1 }
+
+// Serves reports whether the band serves an API server of minor 1.m.
+func (b Band) Serves(m int) bool { return m >= b.Oldest() && m <= b.Newest() }
+
+// Emulates returns the minor the band emulates against an API server of
+// minor 1.m, which it serves: the server's own, or the band's when the
+// server is one newer.
+func (b Band) Emulates(m int) int { return min(m, b.Minor) }
+
+// Range is the band's API server range, e.g. "1.34 to 1.38".
+func (b Band) Range() string { return fmt.Sprintf("1.%d to 1.%d", b.Oldest(), b.Newest()) }
+
+// Tag is the band's image tag for the release version v, e.g.
+// "0.1.0-k8s1.37".
+func (b Band) Tag(v string) string { return fmt.Sprintf("%s-k8s1.%d", v, b.Minor) }
+
+// BandFor is the newest shipped band that serves an API server of minor
+// 1.m; ok is false when none does.
+func BandFor(m int) (Band, bool) {
+	for _, b := range Bands {
+		if b.Serves(m) {
+			return b, true
+		}
+	}
+	return Band{}, false
+}
+
+// Supported lists the API server minors some shipped band serves, e.g.
+// "1.34 to 1.38".
+func Supported() string {
+	ranges := make([]string, 0, len(Bands))
+	for i := len(Bands) - 1; i >= 0; i-- {
+		ranges = append(ranges, Bands[i].Range())
+	}
+	return strings.Join(ranges, ", ")
+}

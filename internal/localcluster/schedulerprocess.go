@@ -1,0 +1,288 @@
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/hami-scheduler/hami-scheduler/manifests"
+)
+
+// shippedConfigDir is where the shipped Deployment mounts its ConfigMap.
+const shippedConfigDir = "/etc/hami"
+
+// SchedulerProcess is a hami-scheduler binary running as its own process,
+// started as the shipped Deployment starts it.
+type SchedulerProcess struct {
+	// Args are the arguments it was started with.
+	Args []string
+
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
+	out    *lockedBuffer
+	port   int
+}
+
+// StartSchedulerProcess runs binary (a hami-scheduler build) against the
+// control plane with the command, arguments and environment of the
+// shipped Deployment's container (manifests/scheduler.yaml) and the
+// shipped KubeSchedulerConfiguration (manifests/scheduler-config.yaml),
+// written where the arguments expect the mounted ConfigMap. Two things
+// differ from a pod, both forced by running outside one: the
+// configuration's clientConnection names a kubeconfig for cp.Config (a pod
+// has in-cluster credentials), and --secure-port is a free port (so that
+// processes on one machine do not collide). The namespace of its lease is
+// created. It returns once /readyz answers ok, which kube-scheduler gives
+// only after every informer synced, or with the process's output when it
+// exits first.
+func (cp *ControlPlane) StartSchedulerProcess(ctx context.Context, binary string, log io.Writer) (*SchedulerProcess, error) {
+	return cp.startSchedulerProcess(ctx, binary, log, 3*time.Minute)
+}
+
+func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string, log io.Writer, readyLimit time.Duration) (*SchedulerProcess, error) {
+	dir := cp.tb.TempDir()
+	args, env, err := shippedSchedulerCommand(dir)
+	if err != nil {
+		return nil, err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		return nil, err
+	}
+	if err := writeShippedSchedulerConfig(filepath.Join(dir, "scheduler-config.yaml"), kubeconfig); err != nil {
+		return nil, err
+	}
+	if err := cp.createLeaseNamespace(ctx); err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	p := &SchedulerProcess{Args: append(args, "--secure-port="+strconv.Itoa(ports[0])), exited: make(chan struct{}), out: &lockedBuffer{}, port: ports[0]}
+	p.cmd = exec.Command(binary, p.Args...)
+	p.cmd.Env = append(os.Environ(), env...)
+	var w io.Writer = p.out
+	if log != nil {
+		w = io.MultiWriter(p.out, log)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = w, w
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", binary, err)
+	}
+	go func() {
+		p.err = p.cmd.Wait()
+		close(p.exited)
+	}()
+	if err := p.waitReady(ctx, readyLimit); err != nil {
+		p.Stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// RunSchedulerProcess runs binary as StartSchedulerProcess does and
+// waits, at most limit, for it to exit by itself before it is ready; it
+// returns the exit error and the output, or err when the scheduler became
+// ready or neither happened within limit. A scheduler that refuses its
+// API server exits so.
+func (cp *ControlPlane) RunSchedulerProcess(ctx context.Context, binary string, limit time.Duration) (exitErr error, output string, err error) {
+	p, err := cp.startSchedulerProcess(ctx, binary, nil, limit)
+	if err == nil {
+		p.Stop()
+		return nil, p.Output(), fmt.Errorf("%s started and became ready", binary)
+	}
+	var exited *exitedError
+	if !asExited(err, &exited) {
+		return nil, "", err
+	}
+	return exited.err, exited.output, nil
+}
+
+// Output is what the process printed so far.
+func (p *SchedulerProcess) Output() string { return p.out.String() }
+
+// Stop ends the process (SIGTERM, then SIGKILL after 20 s).
+func (p *SchedulerProcess) Stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// exitedError is a scheduler process that exited before it was ready.
+type exitedError struct {
+	err    error
+	output string
+}
+
+func (e *exitedError) Error() string {
+	return fmt.Sprintf("hami-scheduler exited before it was ready (%v):\n%s", e.err, e.output)
+}
+
+func asExited(err error, target **exitedError) bool {
+	e, ok := err.(*exitedError)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+// waitReady polls /readyz on the secure port until it answers ok.
+func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) error {
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		// kube-scheduler serves a self-signed certificate.
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback health probe
+	}}
+	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", p.port)
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-p.exited:
+			return false, &exitedError{err: p.err, output: p.Output()}
+		default:
+		}
+		resp, err := client.Get(url)
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		last = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(body))
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if _, ok := err.(*exitedError); ok {
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("hami-scheduler not ready (last /readyz: %s): %w\n%s", last, err, tail(p.Output(), 4000))
+	}
+	return nil
+}
+
+// shippedSchedulerCommand is the shipped container's command (less the
+// binary) and environment, with paths under the ConfigMap's mount point
+// moved to dir.
+func shippedSchedulerCommand(dir string) (args, env []string, err error) {
+	var deployment appsv1.Deployment
+	if err := shippedObject(manifests.SchedulerYAML, "manifests/scheduler.yaml", "Deployment", &deployment); err != nil {
+		return nil, nil, err
+	}
+	for _, c := range deployment.Spec.Template.Spec.Containers {
+		if c.Name != "hami-scheduler" {
+			continue
+		}
+		all := append(append([]string(nil), c.Command...), c.Args...)
+		if len(all) == 0 {
+			return nil, nil, fmt.Errorf("manifests/scheduler.yaml: the hami-scheduler container has no command")
+		}
+		for _, arg := range all[1:] {
+			args = append(args, strings.ReplaceAll(arg, shippedConfigDir+"/", dir+"/"))
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom != nil {
+				return nil, nil, fmt.Errorf("manifests/scheduler.yaml: env %s comes from %v, which a process cannot read", e.Name, e.ValueFrom)
+			}
+			env = append(env, e.Name+"="+e.Value)
+		}
+		return args, env, nil
+	}
+	return nil, nil, fmt.Errorf("manifests/scheduler.yaml: Deployment has no hami-scheduler container")
+}
+
+// writeShippedSchedulerConfig writes manifests/scheduler-config.yaml to
+// path with clientConnection.kubeconfig set.
+func writeShippedSchedulerConfig(path, kubeconfig string) error {
+	var cfg map[string]any
+	if err := yaml.Unmarshal(manifests.SchedulerConfigYAML, &cfg); err != nil {
+		return fmt.Errorf("manifests/scheduler-config.yaml: %w", err)
+	}
+	conn, _ := cfg["clientConnection"].(map[string]any)
+	if conn == nil {
+		conn = map[string]any{}
+	}
+	conn["kubeconfig"] = kubeconfig
+	cfg["clientConnection"] = conn
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// createLeaseNamespace creates the namespace of the shipped configuration's
+// leader election lease, if it does not exist.
+func (cp *ControlPlane) createLeaseNamespace(ctx context.Context) error {
+	var cfg struct {
+		LeaderElection struct {
+			ResourceNamespace string `json:"resourceNamespace"`
+		} `json:"leaderElection"`
+	}
+	if err := yaml.Unmarshal(manifests.SchedulerConfigYAML, &cfg); err != nil {
+		return fmt.Errorf("manifests/scheduler-config.yaml: %w", err)
+	}
+	ns := cfg.LeaderElection.ResourceNamespace
+	if ns == "" {
+		ns = metav1.NamespaceSystem
+	}
+	_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	return nil
+}
+
+// tail is the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "..." + s[len(s)-n:]
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's writes and a
+// reader's String.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,182 @@
+// Package compat runs hami-scheduler, as a binary started the way the
+// shipped Deployment starts it, against a kube-apiserver of a chosen
+// Kubernetes release running as its own process with RBAC enforced
+// (internal/localcluster StartExternal), with HAMi's faithful node side
+// (internal/simnode) and the webhook registered from the shipped YAML.
+// `make test-compat` builds the API servers and the scheduler builds and
+// runs this package once per minor; `make test` skips it (it needs the
+// binaries).
+//
+// Flags: -kube-apiserver (the API server binary) and -bin (the directory
+// of the scheduler builds, make build's bin/). The suite runs the build
+// of the band that serves the API server's minor (internal/kubeversion:
+// bin/hami-scheduler for the newest, bin/hami-scheduler-1.N for band 1.N);
+// where no band serves it, it runs the newest build and checks only that
+// it refuses the API server at start, with the message that names its
+// range.
+package compat
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/version"
+
+	"github.com/hami-scheduler/hami-scheduler/internal/kubeversion"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+)
+
+var (
+	kubeAPIServer = flag.String("kube-apiserver", "", "kube-apiserver binary to run the suite against")
+	binDir        = flag.String("bin", "", "directory of the hami-scheduler builds (make build's bin/)")
+)
+
+var (
+	controlPlane *localcluster.ControlPlane
+	// serverVersion is the API server's /version.
+	serverVersion *version.Version
+	// wantRefusal: no band serves the API server, and the suite checks
+	// that the newest build refuses it.
+	wantRefusal bool
+	// refusal is the scheduler's exit and output then.
+	refusal struct {
+		exitErr error
+		output  string
+	}
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if *kubeAPIServer == "" || *binDir == "" {
+		fmt.Println("compat: no -kube-apiserver and -bin given; run make test-compat")
+		os.Exit(m.Run())
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("hami-compat-%d.log", os.Getpid()))
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer logFile.Close()
+	if err := localcluster.RedirectKlog(logFile, 2); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := runWithCluster(m, logFile)
+	if code != 0 || os.Getenv("E2E_KEEP_LOG") != "" {
+		fmt.Fprintf(os.Stderr, "control plane, node side and scheduler logs: %s\n", logPath)
+	} else {
+		_ = os.Remove(logPath)
+	}
+	return code
+}
+
+func runWithCluster(m *testing.M, logFile *os.File) int {
+	ctx := context.Background()
+	cp, err := localcluster.StartExternal(ctx, localcluster.ExternalOptions{KubeAPIServer: *kubeAPIServer, Log: logFile})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start control plane:", err)
+		return 1
+	}
+	controlPlane = cp
+	defer cp.Stop()
+	info, err := cp.Client.Discovery().ServerVersion()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "API server version:", err)
+		return 1
+	}
+	if serverVersion, err = version.ParseGeneric(info.GitVersion); err != nil {
+		fmt.Fprintln(os.Stderr, "API server version:", err)
+		return 1
+	}
+	binary := schedulerFor(int(serverVersion.Minor()))
+	schedulerVersion, err := binaryVersion(binary)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// Named in the output of every run, as make test-compat promises.
+	fmt.Printf("compat: API server %s (%s), %s %s\n", info.GitVersion, *kubeAPIServer, binary, schedulerVersion)
+
+	if wantRefusal {
+		fmt.Printf("compat: no band serves Kubernetes 1.%d; checking that %s refuses it\n", serverVersion.Minor(), binary)
+		refusal.exitErr, refusal.output, err = cp.RunSchedulerProcess(ctx, binary, time.Minute)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "refusal:", err)
+			return 1
+		}
+		return m.Run()
+	}
+
+	// The faithful node side: HAMi's device plugin client limits and the
+	// kubelet's admission delay.
+	agent, err := simnode.NewAgent(cp.Config, simnode.Options{Workers: 8})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "node agent:", err)
+		return 1
+	}
+	if err := agent.Start(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "start node agent:", err)
+		return 1
+	}
+	defer agent.Stop()
+	webhook, err := localcluster.StartWebhook(ctx, cp.Config, localcluster.WebhookOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start webhook:", err)
+		return 1
+	}
+	defer webhook.Stop()
+	sched, err := cp.StartSchedulerProcess(ctx, binary, logFile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start hami-scheduler:", err)
+		return 1
+	}
+	defer sched.Stop()
+	return m.Run()
+}
+
+// schedulerFor is the build of the band that serves API server minor
+// 1.m, or the newest build (and wantRefusal set) when none does.
+func schedulerFor(m int) string {
+	band, ok := kubeversion.BandFor(m)
+	if !ok {
+		wantRefusal = true
+		band = kubeversion.Bands[0]
+	}
+	if band == kubeversion.Bands[0] {
+		return filepath.Join(*binDir, "hami-scheduler")
+	}
+	return filepath.Join(*binDir, fmt.Sprintf("hami-scheduler-1.%d", band.Minor))
+}
+
+// binaryVersion is what the binary's --version prints.
+func binaryVersion(binary string) (string, error) {
+	out, err := execOutput(binary, "--version")
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", binary, err)
+	}
+	return strings.TrimSpace(out), nil
+}
+
+// needsCluster skips a test of the running suite when the binaries were
+// not given or the suite checks a refusal only.
+func needsCluster(t *testing.T) {
+	t.Helper()
+	if controlPlane == nil {
+		t.Skip("no -kube-apiserver and -bin: run make test-compat")
+	}
+	if wantRefusal {
+		t.Skipf("no band serves Kubernetes %s: the suite checks the refusal only", serverVersion)
+	}
+}

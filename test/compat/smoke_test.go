@@ -1,0 +1,203 @@
+package compat
+
+import (
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
+)
+
+// A pod that names no scheduler and asks for a slice of a card is routed
+// by the webhook to hami-scheduler, placed, and run by HAMi's device
+// plugin; the card holds what it asked.
+func TestFractionalPod(t *testing.T) {
+	e := newEnv(t, "fractional", "1 node x 2 cards of NVIDIA A100 40 GiB, split 10")
+	created := e.create(e.pod("p", gpu{cards: 1, memory: 4000, cores: 30}))
+	if created.Spec.SchedulerName != profile.SchedulerName {
+		t.Fatalf("webhook left schedulerName %q, want %q", created.Spec.SchedulerName, profile.SchedulerName)
+	}
+	p := e.waitRunning("p")
+	if p.Annotations[nvidia.AllocatedAnnotation] == "" {
+		t.Errorf("running pod has no %s: %v", nvidia.AllocatedAnnotation, p.Annotations)
+	}
+	var held []string
+	for _, c := range e.checkAccounting() {
+		if c.Used.Sharers > 0 {
+			held = append(held, c.UUID)
+			if c.Used.MemoryMiB != 4000 || c.Used.Cores != 30 {
+				t.Errorf("card %s holds %d MiB and %d cores, want 4000 and 30", c.UUID, c.Used.MemoryMiB, c.Used.Cores)
+			}
+		}
+	}
+	if len(held) != 1 {
+		t.Errorf("cards in use %v, want one", held)
+	}
+}
+
+// A pod with two device containers gets a card for each, and HAMi's
+// device plugin serves both containers under one node lock.
+func TestTwoContainerPod(t *testing.T) {
+	e := newEnv(t, "two-containers", "1 node x 2 cards of NVIDIA A100 40 GiB, split 10")
+	e.create(e.pod("p", gpu{cards: 1, memory: 10000}, gpu{cards: 1, memory: 20000}))
+	e.waitRunning("p")
+	memory := map[int32]int{}
+	for _, c := range e.checkAccounting() {
+		for _, h := range c.Holders {
+			memory[h.MemoryMiB]++
+		}
+	}
+	if memory[10000] != 1 || memory[20000] != 1 {
+		t.Errorf("grants by memory %v, want one of 10000 MiB and one of 20000 MiB", memory)
+	}
+}
+
+// A pod that does not fit waits with a FailedScheduling event, and runs
+// once the pod holding the card is deleted (the deletion requeues it).
+func TestDeletionRequeues(t *testing.T) {
+	e := newEnv(t, "requeue", "1 node x 1 card of NVIDIA A100 40 GiB, split 10")
+	e.create(e.pod("holder", gpu{cards: 1, memory: 30000}))
+	e.waitRunning("holder")
+	e.create(e.pod("waiter", gpu{cards: 1, memory: 20000}))
+	if message := e.waitUnschedulable("waiter"); !strings.Contains(message, "insufficient memory") {
+		t.Errorf("FailedScheduling says %q, want insufficient memory", message)
+	}
+	if err := controlPlane.Client.CoreV1().Pods(e.ns).Delete(t.Context(), "holder", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitRunning("waiter")
+	e.checkAccounting()
+}
+
+// The shipped ValidatingAdmissionPolicy, where the API server serves
+// admissionregistration.k8s.io/v1 policies (1.30 and later), refuses a
+// tenant's forged assignment with the policy's message; the tenant is a
+// real user whom RBAC lets create pods in its namespace.
+func TestTenantCannotForgeAnAssignment(t *testing.T) {
+	e := newEnv(t, "forgery", "1 node x 1 card of NVIDIA A100 40 GiB, split 10")
+	if !servesAdmissionPolicies(t) {
+		t.Skipf("API server %s serves no admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30 and later); the chart leaves the policy out there", serverVersion)
+	}
+	applyAdmissionPolicy(t)
+	tenant := tenantClient(t, e.ns)
+	forged := func() *corev1.Pod {
+		p := e.pod("forged", gpu{cards: 1, memory: 1000})
+		p.Annotations = map[string]string{
+			nvidia.AllocatedAnnotation: simnode.CardUUID(e.ns+"-0", 0) + ",NVIDIA,1000,0:;",
+			devices.AssignedNode:       e.ns + "-0",
+		}
+		return p
+	}
+	// The policy is loaded asynchronously.
+	var refused error
+	e.eventually("the policy refuses the tenant's forged pod", func() (bool, string) {
+		_, err := tenant.CoreV1().Pods(e.ns).Create(t.Context(), forged(), metav1.CreateOptions{})
+		if err == nil {
+			_ = controlPlane.Client.CoreV1().Pods(e.ns).Delete(t.Context(), "forged", metav1.DeleteOptions{})
+			return false, "created"
+		}
+		refused = err
+		return apierrors.IsForbidden(err) || apierrors.IsInvalid(err), err.Error()
+	})
+	if !strings.Contains(refused.Error(), "only hami-scheduler and the device plugin may set or change") {
+		t.Errorf("refusal %q is not the policy's message", refused)
+	}
+	// The same tenant may create the pod without forged annotations.
+	if _, err := tenant.CoreV1().Pods(e.ns).Create(t.Context(), e.pod("honest", gpu{cards: 1, memory: 1000}), metav1.CreateOptions{}); err != nil {
+		t.Errorf("tenant's honest pod refused: %v", err)
+	}
+	e.waitRunning("honest")
+}
+
+// servesAdmissionPolicies reports whether the API server serves
+// ValidatingAdmissionPolicy in admissionregistration.k8s.io/v1.
+func servesAdmissionPolicies(t *testing.T) bool {
+	t.Helper()
+	resources, err := controlPlane.Client.Discovery().ServerResourcesForGroupVersion(admissionv1.SchemeGroupVersion.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range resources.APIResources {
+		if r.Kind == "ValidatingAdmissionPolicy" {
+			return true
+		}
+	}
+	return false
+}
+
+// applyAdmissionPolicy creates the objects of manifests/admission-policy.yaml
+// for the test's duration.
+func applyAdmissionPolicy(t *testing.T) {
+	t.Helper()
+	remove, err := localcluster.ApplyAdmissionPolicy(t.Context(), controlPlane.Client)
+	t.Cleanup(remove)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tenantClient is the control plane's tenant user, granted by RBAC what a
+// namespace's user has over pods, in ns only.
+func tenantClient(t *testing.T, ns string) kubernetes.Interface {
+	t.Helper()
+	rbac := controlPlane.Client.RbacV1()
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "pod-user", Namespace: ns}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"},
+	}}}
+	if _, err := rbac.Roles(ns).Create(t.Context(), role, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-user", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: controlPlane.TenantUser}},
+	}
+	if _, err := rbac.RoleBindings(ns).Create(t.Context(), binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client, err := kubernetes.NewForConfig(controlPlane.TenantConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// RBAC is enforced: the tenant may not list nodes.
+	if _, err := client.CoreV1().Nodes().List(t.Context(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("tenant lists nodes: err %v, want Forbidden (is RBAC on?)", err)
+	}
+	return client
+}
+
+// Against an API server outside its range, hami-scheduler exits at start
+// with an error naming the server's version and the range it serves.
+func TestRefusesAnUnservedAPIServer(t *testing.T) {
+	if controlPlane == nil {
+		t.Skip("no -kube-apiserver and -bin: run make test-compat")
+	}
+	if !wantRefusal {
+		t.Skipf("a band serves Kubernetes %s", serverVersion)
+	}
+	if refusal.exitErr == nil {
+		t.Fatalf("hami-scheduler exited 0:\n%s", refusal.output)
+	}
+	for _, want := range []string{"the API server is Kubernetes v" + serverVersion.String(), "serves API servers"} {
+		if !strings.Contains(refusal.output, want) {
+			t.Errorf("output does not say %q:\n%s", want, tail(refusal.output))
+		}
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 3000 {
+		return "..." + s[len(s)-3000:]
+	}
+	return s
+}
