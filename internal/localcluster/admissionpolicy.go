@@ -46,10 +46,14 @@ func ApplyAdmissionPolicy(ctx context.Context, client kubernetes.Interface) (rem
 		switch o := obj.(type) {
 		case *admissionv1.ValidatingAdmissionPolicy:
 			_, err = api.ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
-			created = append(created, func() { _ = api.ValidatingAdmissionPolicies().Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+			created = append(created, func() {
+				_ = api.ValidatingAdmissionPolicies().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
+			})
 		case *admissionv1.ValidatingAdmissionPolicyBinding:
 			_, err = api.ValidatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{})
-			created = append(created, func() { _ = api.ValidatingAdmissionPolicyBindings().Delete(context.Background(), o.Name, metav1.DeleteOptions{}) })
+			created = append(created, func() {
+				_ = api.ValidatingAdmissionPolicyBindings().Delete(context.Background(), o.Name, metav1.DeleteOptions{})
+			})
 		default:
 			return remove, fmt.Errorf("manifests/admission-policy.yaml: unexpected %T", obj)
 		}
