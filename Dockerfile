@@ -1,14 +1,17 @@
 # Multi-stage build of hami-scheduler and hami-webhook as static binaries
 # in one small, non-root image.
-#   docker build -t hami-scheduler:latest --build-arg GIT_COMMIT=$(git rev-parse --short HEAD) .
+# One image per band of Kubernetes minors, tagged <version>-k8s<minor>
+# (README, Compatibility):
+#   docker build -t hami-scheduler:0.1.0-k8s1.37 --build-arg K8S_MINOR=1.37 --build-arg GIT_COMMIT=$(git rev-parse --short HEAD) .
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG GIT_COMMIT=unknown
+ARG K8S_MINOR=1.37
 ENV CGO_ENABLED=0
-RUN make build GIT_COMMIT=${GIT_COMMIT} BIN=/out
+RUN make build K8S_MINOR=${K8S_MINOR} GIT_COMMIT=${GIT_COMMIT} BIN=/out
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/hami-scheduler /hami-scheduler

@@ -33,6 +33,16 @@ COMPAT_SMOKE    ?= v1.34.4 v1.33.13
 
 all: build
 
+# The Kubernetes minor of the newest build (go.mod's k8s.io/kubernetes),
+# whose band serves 1.34 to 1.38 (internal/kubeversion). K8S_MINOR picks a
+# build's minor; this tree builds only the newest so far (README,
+# Compatibility).
+NEWEST_MINOR := $(shell echo $(KUBE_VERSION) | sed 's/^v\([0-9]*\.[0-9]*\).*/\1/')
+K8S_MINOR    ?= $(NEWEST_MINOR)
+ifneq ($(K8S_MINOR),$(NEWEST_MINOR))
+$(error K8S_MINOR=$(K8S_MINOR): this tree builds hami-scheduler for Kubernetes $(NEWEST_MINOR) only, which serves API servers 1.34 to 1.38)
+endif
+
 build: $(BIN)/hami-scheduler $(BIN)/hami-webhook $(BIN)/kubectl-hami
 
 $(BIN)/hami-scheduler: FORCE

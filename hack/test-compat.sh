@@ -13,12 +13,14 @@ failed=()
 for version in "$@"; do
   echo "== compat: Kubernetes $version"
   apiserver="$(./hack/build-kube-apiserver.sh "$version" | tail -n 1)"
-  if ! go test -count=1 -timeout 20m -v ./test/compat -args -kube-apiserver="$apiserver" -bin="$PWD/bin" 2>&1 | tee "/tmp/hami-compat-$version.out" | grep -E '^(compat:|=== RUN|--- |    |PASS|FAIL|ok )'; then
+  out="$(mktemp)"
+  go test -count=1 -timeout 20m -v ./test/compat -args -kube-apiserver="$apiserver" -bin="$PWD/bin" >"$out" 2>&1 || true
+  grep -E '^(compat:|=== RUN|--- |    |PASS|FAIL|ok |control plane)' "$out" || true
+  if ! grep -qE '^ok ' "$out"; then
     failed+=("$version")
+    tail -n 40 "$out"
   fi
-  if ! grep -qE '^(ok|PASS)' "/tmp/hami-compat-$version.out"; then
-    failed+=("$version")
-  fi
+  rm -f "$out"
 done
 if ((${#failed[@]})); then
   echo "compat: failed against ${failed[*]}" >&2

@@ -17,13 +17,19 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
 	corev1 "k8s.io/api/core/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hami-scheduler/hami-scheduler/internal/kubeversion"
 )
 
 // Namespace is the release namespace the kustomize tree is rendered for.
@@ -45,10 +51,65 @@ func RepoRoot() string {
 // values over the chart's values.yaml. It returns the non-empty output of
 // each template, keyed by the template's path in the chart
 // ("templates/webhook.yaml").
+// It renders for a cluster of the newest band's minor (KubeCapabilities),
+// as the kustomize tree is.
 func Render(chartDir, namespace string, values map[string]any) (map[string]string, error) {
+	return RenderFor(chartDir, namespace, values, KubeCapabilities(kubeversion.Bands[0].Minor))
+}
+
+// KubeCapabilities are those of a cluster of Kubernetes v1.<minor>.0 that
+// serves what this module's client-go knows: Helm's default API versions
+// (group/version only) and each known group/version/Kind, as a live
+// server's discovery gives them (ServerCapabilities).
+func KubeCapabilities(minor int) *chartutil.Capabilities {
+	caps := *chartutil.DefaultCapabilities
+	caps.KubeVersion = chartutil.KubeVersion{Version: fmt.Sprintf("v1.%d.0", minor), Major: "1", Minor: strconv.Itoa(minor)}
+	versions := append(chartutil.VersionSet(nil), caps.APIVersions...)
+	for gvk := range scheme.Scheme.AllKnownTypes() {
+		if gvk.Version != kruntime.APIVersionInternal && !strings.HasSuffix(gvk.Kind, "List") && !strings.HasSuffix(gvk.Kind, "Options") {
+			versions = append(versions, gvk.GroupVersion().String()+"/"+gvk.Kind)
+		}
+	}
+	sort.Strings(versions)
+	caps.APIVersions = versions
+	return &caps
+}
+
+// ServerCapabilities are the capabilities of a live API server, as helm
+// install reads them: its version, and every group/version and
+// group/version/Kind it serves.
+func ServerCapabilities(client discovery.DiscoveryInterface) (*chartutil.Capabilities, error) {
+	info, err := client.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("server version: %w", err)
+	}
+	_, lists, err := client.ServerGroupsAndResources()
+	if err != nil {
+		return nil, fmt.Errorf("server resources: %w", err)
+	}
+	var versions []string
+	for _, list := range lists {
+		versions = append(versions, list.GroupVersion)
+		for _, r := range list.APIResources {
+			versions = append(versions, list.GroupVersion+"/"+r.Kind)
+		}
+	}
+	caps := *chartutil.DefaultCapabilities
+	caps.KubeVersion = chartutil.KubeVersion{Version: info.GitVersion, Major: info.Major, Minor: info.Minor}
+	caps.APIVersions = chartutil.VersionSet(versions)
+	return &caps, nil
+}
+
+// RenderFor renders as Render does, for a cluster of the given capabilities
+// (a live server's: ServerCapabilities).
+func RenderFor(chartDir, namespace string, values map[string]any, caps *chartutil.Capabilities) (map[string]string, error) {
 	chrt, err := loader.Load(chartDir)
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w", chartDir, err)
+	}
+	// As helm install checks it.
+	if c := chrt.Metadata.KubeVersion; c != "" && !chartutil.IsCompatibleRange(c, caps.KubeVersion.String()) {
+		return nil, fmt.Errorf("chart requires kubeVersion: %s which is incompatible with Kubernetes %s", c, caps.KubeVersion.String())
 	}
 	if values == nil {
 		values = map[string]any{}
@@ -58,7 +119,7 @@ func Render(chartDir, namespace string, values map[string]any) (map[string]strin
 	}
 	vals, err := chartutil.ToRenderValues(chrt, values, chartutil.ReleaseOptions{
 		Name: ReleaseName, Namespace: namespace, Revision: 1, IsInstall: true,
-	}, chartutil.DefaultCapabilities)
+	}, caps)
 	if err != nil {
 		return nil, fmt.Errorf("chart values: %w", err)
 	}

@@ -131,7 +131,9 @@ func runWithCluster(m *testing.M, logFile *os.File) int {
 		return 1
 	}
 	defer agent.Stop()
-	webhook, err := localcluster.StartWebhook(ctx, cp.Config, localcluster.WebhookOptions{})
+	// Registered under its own name, so that TestChartInstalls can dry-run
+	// the chart's configuration as a new object.
+	webhook, err := localcluster.StartWebhook(ctx, cp.Config, localcluster.WebhookOptions{ConfigurationName: "compat-hami-webhook"})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start webhook:", err)
 		return 1

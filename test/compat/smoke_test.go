@@ -1,6 +1,7 @@
 package compat
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -9,11 +10,14 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/internal/kubeversion"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
@@ -200,4 +204,57 @@ func tail(s string) string {
 		return "..." + s[len(s)-3000:]
 	}
 	return s
+}
+
+// The chart, rendered for this API server's own capabilities as helm
+// install renders it, installs (server-side dry run, with Pod Security
+// restricted on the release namespace) with the image of the band that
+// serves the server's minor, and only with objects the server serves.
+func TestChartInstalls(t *testing.T) {
+	needsCluster(t)
+	caps, err := manifestgen.ServerCapabilities(controlPlane.Client.Discovery())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const ns = "hami-chart"
+	if _, err := controlPlane.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name:   ns,
+		Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "hami.io/webhook": "ignore"},
+	}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rendered, err := manifestgen.RenderFor(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), ns, nil, caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifestgen.Decode(manifestgen.Documents(rendered))
+	if err != nil {
+		t.Fatal(err)
+	}
+	band, _ := kubeversion.BandFor(int(serverVersion.Minor()))
+	wantTag := band.Tag("")
+	policy := false
+	for _, o := range objs {
+		policy = policy || o.GetKind() == "ValidatingAdmissionPolicy"
+		if o.GetKind() != "Deployment" {
+			continue
+		}
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		for _, c := range containers {
+			image, _ := c.(map[string]any)["image"].(string)
+			if !strings.HasSuffix(image, wantTag) {
+				t.Errorf("%s runs image %s, want the tag ending %s", manifestgen.ObjectKey(o), image, wantTag)
+			}
+		}
+	}
+	if policy != servesAdmissionPolicies(t) {
+		t.Errorf("admission policy rendered %v, but the server serves it: %v", policy, !policy)
+	}
+	errs, err := manifestgen.ApplyDryRun(t.Context(), controlPlane.Config, objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range errs {
+		t.Error(err)
+	}
 }

@@ -15,23 +15,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/restmapper"
 	rbacregistryvalidation "k8s.io/kubernetes/pkg/registry/rbac/validation"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac"
 	"k8s.io/kubernetes/plugin/pkg/auth/authorizer/rbac/bootstrappolicy"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	"sigs.k8s.io/yaml"
 
 	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
 	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
@@ -235,23 +229,14 @@ func kustomizeBuild(t *testing.T) []*unstructured.Unstructured {
 // decodeDocuments turns YAML documents into objects.
 func decodeDocuments(t *testing.T, docs []string) []*unstructured.Unstructured {
 	t.Helper()
-	var objs []*unstructured.Unstructured
-	for _, doc := range docs {
-		o := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal([]byte(doc), &o.Object); err != nil {
-			t.Fatalf("%v in\n%s", err, doc)
-		}
-		if o.GetKind() == "" || o.GetName() == "" {
-			t.Fatalf("document without kind or name:\n%s", doc)
-		}
-		objs = append(objs, o)
+	objs, err := manifestgen.Decode(docs)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return objs
 }
 
-func objectKey(o *unstructured.Unstructured) string {
-	return o.GetAPIVersion() + "/" + o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
-}
+func objectKey(o *unstructured.Unstructured) string { return manifestgen.ObjectKey(o) }
 
 // createNamespace creates a namespace for real, if missing, and leaves it
 // (no namespace controller runs to empty a deleted one).
@@ -264,88 +249,16 @@ func createNamespace(t *testing.T, name string, labels map[string]string) {
 	}
 }
 
-// applyDryRun creates every object with a server-side dry run, as `kubectl
-// apply --dry-run=server` does for new objects; Namespaces and
-// ServiceAccounts are created for real first, since the dry run of the
-// namespaced objects and pods needs them. An object that already exists
-// (those, or a cluster-wide one another test created) gets a server-side
-// apply with dry run instead, as `kubectl apply --server-side
-// --dry-run=server` would. A pod made from
-// each Deployment's template is dry-run too, so pod admission (Pod Security,
-// priority classes) sees what the ReplicaSet would create.
+// applyDryRun dry-runs every object on the control plane
+// (manifestgen.ApplyDryRun) and fails the test for each it refuses.
 func applyDryRun(t *testing.T, objs []*unstructured.Unstructured) {
 	t.Helper()
-	groups, err := restmapper.GetAPIGroupResources(controlPlane.Client.Discovery())
+	errs, err := manifestgen.ApplyDryRun(t.Context(), controlPlane.Config, objs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mapper := restmapper.NewDiscoveryRESTMapper(groups)
-	client, err := dynamic.NewForConfig(controlPlane.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" {
-			createNamespace(t, o.GetName(), o.GetLabels())
-		}
-	}
-	// Pod admission looks the service account up (where the ServiceAccount
-	// admission plugin is on): create those for real.
-	for _, o := range objs {
-		if o.GetKind() != "ServiceAccount" {
-			continue
-		}
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace()}}
-		_, err := controlPlane.Client.CoreV1().ServiceAccounts(sa.Namespace).Create(t.Context(), sa, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("create ServiceAccount %s/%s: %v", sa.Namespace, sa.Name, err)
-		}
-	}
-	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "e2e", FieldValidation: metav1.FieldValidationStrict}
-	for _, o := range objs {
-		if o.GetKind() == "Namespace" {
-			continue
-		}
-		gvk := o.GroupVersionKind()
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			t.Errorf("%s: %v", objectKey(o), err)
-			continue
-		}
-		var ri dynamic.ResourceInterface = client.Resource(mapping.Resource)
-		if mapping.Scope.Name() == meta.RESTScopeNameNamespace {
-			if o.GetNamespace() == "" {
-				t.Errorf("%s has no namespace", objectKey(o))
-				continue
-			}
-			ri = client.Resource(mapping.Resource).Namespace(o.GetNamespace())
-		}
-		_, err = ri.Create(t.Context(), o, dryRun)
-		if apierrors.IsAlreadyExists(err) {
-			// Another test holds a cluster-wide object of this name (the
-			// admission policy) or it was created above: a server-side
-			// apply, dry run, validates it as an update instead.
-			var raw []byte
-			if raw, err = json.Marshal(o.Object); err == nil {
-				_, err = ri.Patch(t.Context(), o.GetName(), types.ApplyPatchType, raw, metav1.PatchOptions{
-					DryRun: []string{metav1.DryRunAll}, FieldManager: "e2e", Force: ptr.To(true), FieldValidation: metav1.FieldValidationStrict})
-			}
-		}
-		if err != nil {
-			t.Errorf("dry-run create %s: %v", objectKey(o), err)
-		}
-		if o.GetKind() != "Deployment" {
-			continue
-		}
-		var d appsv1.Deployment
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &d); err != nil {
-			t.Fatal(err)
-		}
-		pod := &corev1.Pod{ObjectMeta: d.Spec.Template.ObjectMeta, Spec: d.Spec.Template.Spec}
-		pod.Name, pod.Namespace = d.Name+"-dry-run", d.Namespace
-		if _, err := controlPlane.Client.CoreV1().Pods(d.Namespace).Create(t.Context(), pod, dryRun); err != nil {
-			t.Errorf("dry-run create a pod of Deployment %s/%s: %v", d.Namespace, d.Name, err)
-		}
+	for _, err := range errs {
+		t.Error(err)
 	}
 }
 

@@ -1,9 +1,61 @@
-{{/* The image reference: repository@digest when a digest is set, else repository:tag. */}}
+{{/*
+The Kubernetes minors of the shipped builds, newest first, as
+internal/kubeversion.Bands lists them (TestChartBands keeps the two equal).
+A build of minor B serves API servers 1.(B-3) (never below 1.31, where
+kube-scheduler's --emulated-version begins; B itself below that) to 1.(B+1).
+*/}}
+{{- define "hami-scheduler.bands" -}}
+37
+{{- end -}}
+
+{{/* The cluster's Kubernetes minor (a managed cluster's "36+" is 36). */}}
+{{- define "hami-scheduler.kubeMinor" -}}
+{{- .Capabilities.KubeVersion.Minor | trimSuffix "+" | int -}}
+{{- end -}}
+
+{{/*
+The band of the images: image.kubernetesBand when set, else the newest
+band that serves the cluster's minor; none serving it fails the render.
+*/}}
+{{- define "hami-scheduler.band" -}}
+{{- if .Values.image.kubernetesBand -}}
+{{ .Values.image.kubernetesBand | toString | trimPrefix "1." }}
+{{- else -}}
+{{- $minor := include "hami-scheduler.kubeMinor" . | int -}}
+{{- $band := 0 -}}
+{{- $lo := 1000 -}}
+{{- $hi := 0 -}}
+{{- range (include "hami-scheduler.bands" . | splitList " ") -}}
+{{- $b := int . -}}
+{{- $oldest := $b -}}
+{{- if ge $b 31 -}}{{- $oldest = max 31 (sub $b 3) -}}{{- end -}}
+{{- $lo = min $lo $oldest -}}
+{{- $hi = max $hi (add $b 1) -}}
+{{- if and (eq $band 0) (ge $minor $oldest) (le $minor (add $b 1)) -}}{{- $band = $b -}}{{- end -}}
+{{- end -}}
+{{- if eq $band 0 -}}
+{{- fail (printf "no hami-scheduler build serves Kubernetes %s (the builds serve 1.%d to 1.%d); set image.kubernetesBand to force one" .Capabilities.KubeVersion.Version $lo $hi) -}}
+{{- end -}}
+{{ $band }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The image reference: repository@digest when a digest is set, else
+repository:tag, the tag being image.tag or <appVersion>-k8s1.<band>.
+*/}}
 {{- define "hami-scheduler.image" -}}
 {{- if .Values.image.digest -}}
 {{ .Values.image.repository }}@{{ .Values.image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag }}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default (printf "%s-k8s1.%s" .Chart.AppVersion (include "hami-scheduler.band" .)) }}
+{{- end -}}
+{{- end -}}
+
+{{/* Whether the cluster serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30 and later). */}}
+{{- define "hami-scheduler.servesAdmissionPolicy" -}}
+{{- if .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy" -}}
+true
 {{- end -}}
 {{- end -}}
 

@@ -1,0 +1,120 @@
+package manifestgen
+
+import (
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+
+	"github.com/hami-scheduler/hami-scheduler/internal/kubeversion"
+)
+
+func chartDir() string { return filepath.Join(RepoRoot(), ChartPath) }
+
+// TestChartBands: the chart's band list is internal/kubeversion.Bands, and
+// its kubeVersion admits exactly the minors some band serves.
+func TestChartBands(t *testing.T) {
+	chrt, err := loader.Load(chartDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var helpers string
+	for _, f := range chrt.Templates {
+		if f.Name == "templates/_helpers.tpl" {
+			helpers = string(f.Data)
+		}
+	}
+	m := regexp.MustCompile(`(?s)define "hami-scheduler.bands" -}}\n(.*?)\n\{\{- end`).FindStringSubmatch(helpers)
+	if m == nil {
+		t.Fatal(`templates/_helpers.tpl defines no "hami-scheduler.bands"`)
+	}
+	var want []string
+	for _, b := range kubeversion.Bands {
+		want = append(want, fmt.Sprint(b.Minor))
+	}
+	if got := strings.TrimSpace(m[1]); got != strings.Join(want, " ") {
+		t.Errorf("chart bands %q, kubeversion.Bands %q", got, strings.Join(want, " "))
+	}
+	for minor := 20; minor <= 45; minor++ {
+		v := fmt.Sprintf("v1.%d.3", minor)
+		_, served := kubeversion.BandFor(minor)
+		if got := chartutil.IsCompatibleRange(chrt.Metadata.KubeVersion, v); got != served {
+			t.Errorf("kubeVersion %q admits %s: %v; a band serves it: %v", chrt.Metadata.KubeVersion, v, got, served)
+		}
+	}
+}
+
+// TestImageBand: the images' tag is <appVersion>-k8s1.<band> of the band
+// serving the cluster's minor, image.kubernetesBand or image.tag override
+// it, and a cluster no band serves fails the render with what to do.
+func TestImageBand(t *testing.T) {
+	tests := []struct {
+		name    string
+		minor   string
+		values  map[string]any
+		want    string
+		wantErr string
+	}{
+		{name: "1.37", minor: "37", want: "hami-scheduler:0.1.0-k8s1.37"},
+		{name: "1.34", minor: "34", want: "hami-scheduler:0.1.0-k8s1.37"},
+		{name: "managed 1.36+", minor: "36+", want: "hami-scheduler:0.1.0-k8s1.37"},
+		{name: "band override", minor: "36", values: map[string]any{"image": map[string]any{"kubernetesBand": "1.33"}}, want: "hami-scheduler:0.1.0-k8s1.33"},
+		{name: "tag override", minor: "36", values: map[string]any{"image": map[string]any{"tag": "dev"}}, want: "hami-scheduler:dev"},
+		{name: "1.33 refused", minor: "33", wantErr: "incompatible with Kubernetes v1.33.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			caps := KubeCapabilities(0)
+			caps.KubeVersion = chartutil.KubeVersion{Version: "v1." + strings.TrimSuffix(tt.minor, "+") + ".0", Major: "1", Minor: tt.minor}
+			rendered, err := RenderFor(chartDir(), Namespace, tt.values, caps)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("render error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			images := regexp.MustCompile(`(?m)^\s+image: (\S+)$`).FindAllStringSubmatch(rendered["templates/scheduler.yaml"]+rendered["templates/webhook.yaml"], -1)
+			if len(images) != 2 {
+				t.Fatalf("found images %v, want the scheduler's and the webhook's", images)
+			}
+			for _, img := range images {
+				if img[1] != tt.want {
+					t.Errorf("image %s, want %s", img[1], tt.want)
+				}
+			}
+		})
+	}
+}
+
+// TestAdmissionPolicyOnlyWhereServed: the policy is rendered only for a
+// cluster that serves admissionregistration.k8s.io/v1 policies.
+func TestAdmissionPolicyOnlyWhereServed(t *testing.T) {
+	caps := KubeCapabilities(kubeversion.Bands[0].Minor)
+	rendered, err := RenderFor(chartDir(), Namespace, nil, caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rendered["templates/admission-policy.yaml"], "kind: ValidatingAdmissionPolicy") {
+		t.Errorf("no policy rendered for a cluster that serves it")
+	}
+	var without chartutil.VersionSet
+	for _, v := range caps.APIVersions {
+		if !strings.HasPrefix(v, "admissionregistration.k8s.io/v1/ValidatingAdmissionPolicy") {
+			without = append(without, v)
+		}
+	}
+	caps.APIVersions = without
+	if rendered, err = RenderFor(chartDir(), Namespace, nil, caps); err != nil {
+		t.Fatal(err)
+	}
+	if text, ok := rendered["templates/admission-policy.yaml"]; ok {
+		t.Errorf("policy rendered for a cluster that does not serve it:\n%s", text)
+	}
+}
