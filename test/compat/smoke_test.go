@@ -192,11 +192,22 @@ func TestRefusesAnUnservedAPIServer(t *testing.T) {
 	if refusal.exitErr == nil {
 		t.Fatalf("hami-scheduler exited 0:\n%s", refusal.output)
 	}
+	t.Logf("refused: %s", refusalLine(refusal.output))
 	for _, want := range []string{"the API server is Kubernetes v" + serverVersion.String(), "serves API servers"} {
 		if !strings.Contains(refusal.output, want) {
 			t.Errorf("output does not say %q:\n%s", want, tail(refusal.output))
 		}
 	}
+}
+
+// refusalLine is the line of the output that says why.
+func refusalLine(output string) string {
+	for _, line := range strings.Split(output, "\n") {
+		if strings.Contains(line, "serves API servers") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
 
 func tail(s string) string {
@@ -211,10 +222,21 @@ func tail(s string) string {
 // restricted on the release namespace) with the image of the band that
 // serves the server's minor, and only with objects the server serves.
 func TestChartInstalls(t *testing.T) {
-	needsCluster(t)
+	if controlPlane == nil {
+		t.Skip("no -kube-apiserver and -bin: run make test-compat")
+	}
 	caps, err := manifestgen.ServerCapabilities(controlPlane.Client.Discovery())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wantRefusal {
+		// No band serves the server: the chart's kubeVersion refuses it,
+		// as helm install would.
+		_, err := manifestgen.RenderFor(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), "hami-chart", nil, caps)
+		if err == nil || !strings.Contains(err.Error(), "incompatible with Kubernetes "+caps.KubeVersion.Version) {
+			t.Fatalf("render for %s: error %v, want the kubeVersion refusal", caps.KubeVersion.Version, err)
+		}
+		return
 	}
 	const ns = "hami-chart"
 	if _, err := controlPlane.Client.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{

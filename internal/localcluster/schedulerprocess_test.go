@@ -1,0 +1,59 @@
+package localcluster
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// TestShippedSchedulerCommand: the process gets the shipped container's
+// arguments and environment, with the ConfigMap's mount point moved to
+// the process's directory.
+func TestShippedSchedulerCommand(t *testing.T) {
+	dir := t.TempDir()
+	args, env, err := shippedSchedulerCommand(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(args, "--config="+dir+"/scheduler-config.yaml") {
+		t.Errorf("args %q do not read the configuration from %s", args, dir)
+	}
+	for _, a := range args {
+		if strings.Contains(a, shippedConfigDir+"/") {
+			t.Errorf("arg %q still names the mount point", a)
+		}
+	}
+	if !slices.Contains(env, "HAMI_NODELOCK_EXPIRE=5m") {
+		t.Errorf("env %q lacks the shipped HAMI_NODELOCK_EXPIRE", env)
+	}
+}
+
+// TestShippedSchedulerConfig: the written configuration is the shipped one
+// with only clientConnection.kubeconfig added.
+func TestShippedSchedulerConfig(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "scheduler-config.yaml")
+	if err := writeShippedSchedulerConfig(path, "/k/kubeconfig"); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		ClientConnection map[string]any   `json:"clientConnection"`
+		Profiles         []map[string]any `json:"profiles"`
+	}
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ClientConnection["kubeconfig"] != "/k/kubeconfig" || cfg.ClientConnection["qps"] != float64(400) {
+		t.Errorf("clientConnection %v, want the shipped one with the kubeconfig", cfg.ClientConnection)
+	}
+	if len(cfg.Profiles) != 1 || cfg.Profiles[0]["schedulerName"] != "hami-scheduler" {
+		t.Errorf("profiles %v, want the shipped hami-scheduler profile", cfg.Profiles)
+	}
+}
