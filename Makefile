@@ -29,21 +29,38 @@ BENCH_ARGS  ?=
 COMPAT_VERSIONS ?= v1.28.15 v1.29.6 v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2
 COMPAT_SMOKE    ?= v1.34.4 v1.33.13
 
-.PHONY: all build test test-unit test-race bench bench-e2e run lint test-compat test-compat-smoke fmt vet clean generate verify-generate layout fuzz test-chaos manifests
+.PHONY: all build test test-unit test-race bench bench-e2e run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests
 
 all: build
 
 # The Kubernetes minor of the newest build (go.mod's k8s.io/kubernetes),
-# whose band serves 1.34 to 1.38 (internal/kubeversion). K8S_MINOR picks a
-# build's minor; this tree builds only the newest so far (README,
-# Compatibility).
+# whose band serves 1.34 to 1.38 (internal/kubeversion). K8S_MINOR=1.N
+# builds the band of an older minor instead: bin/hami-scheduler-1.N from
+# the same tree with hack/bands/k8s1.N/go.mod (hack/band-module.sh) and
+# the build tag k8s1.N (internal/fwcompat). The webhook and the tools are
+# the newest build's in every band.
 NEWEST_MINOR := $(shell echo $(KUBE_VERSION) | sed 's/^v\([0-9]*\.[0-9]*\).*/\1/')
 K8S_MINOR    ?= $(NEWEST_MINOR)
-ifneq ($(K8S_MINOR),$(NEWEST_MINOR))
-$(error K8S_MINOR=$(K8S_MINOR): this tree builds hami-scheduler for Kubernetes $(NEWEST_MINOR) only, which serves API servers 1.34 to 1.38)
+BANDS        := $(patsubst hack/bands/k8s%/go.mod,%,$(wildcard hack/bands/k8s*/go.mod))
+
+ifeq ($(K8S_MINOR),$(NEWEST_MINOR))
+build: $(BIN)/hami-scheduler $(BIN)/hami-webhook $(BIN)/kubectl-hami
+else ifneq ($(filter $(K8S_MINOR),$(BANDS)),)
+BAND_MODFILE := hack/bands/k8s$(K8S_MINOR)/go.mod
+BAND_KUBE    := $(shell sed -n 's/^[[:space:]]*k8s.io\/kubernetes \(v[0-9.]*\)$$/\1/p' $(BAND_MODFILE))
+BAND_LDFLAGS := $(subst $(KUBE_VERSION),$(BAND_KUBE),$(LDFLAGS))
+build: $(BIN)/hami-scheduler-$(K8S_MINOR)
+
+$(BIN)/hami-scheduler-$(K8S_MINOR): FORCE
+	$(GO) build -modfile=$(BAND_MODFILE) -tags k8s$(K8S_MINOR) -ldflags '$(BAND_LDFLAGS)' -o $@ ./cmd/hami-scheduler
+else
+$(error K8S_MINOR=$(K8S_MINOR): this tree builds hami-scheduler for Kubernetes $(NEWEST_MINOR) and $(BANDS))
 endif
 
-build: $(BIN)/hami-scheduler $(BIN)/hami-webhook $(BIN)/kubectl-hami
+# Every band's scheduler, for make test-compat.
+build-bands: build
+	@for m in $(BANDS); do $(MAKE) --no-print-directory build K8S_MINOR=$$m || exit 1; done
+
 
 $(BIN)/hami-scheduler: FORCE
 	$(GO) build -ldflags '$(LDFLAGS)' -o $@ ./cmd/hami-scheduler
@@ -73,10 +90,10 @@ test-unit:
 
 # The compatibility suite (test/compat) against each release's own
 # kube-apiserver, built from Go modules and cached (hack/build-kube-apiserver.sh).
-test-compat: build
+test-compat: build-bands
 	./hack/test-compat.sh $(COMPAT_VERSIONS)
 
-test-compat-smoke: build
+test-compat-smoke: build-bands
 	./hack/test-compat.sh $(COMPAT_SMOKE)
 
 test-race:

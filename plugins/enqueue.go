@@ -5,7 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
+
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
 // EventsToRegister requeues a pod this plugin rejected as soon as cards may

@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	fwk "k8s.io/kube-scheduler/framework"
+
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
 // HAMi v2.10's pod event reasons (pkg/scheduler/event.go).

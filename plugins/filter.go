@@ -9,9 +9,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 )
 

@@ -12,11 +12,11 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/apis/config"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 	"github.com/hami-scheduler/hami-scheduler/plugins/nodelock"
 )

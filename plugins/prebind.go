@@ -14,19 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
-
-// PreBindPreFlight implements fwk.PreBindPlugin: only pods this plugin
-// placed have anything to write.
-func (p *Plugin) PreBindPreFlight(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) (*fwk.PreBindPreFlightResult, *fwk.Status) {
-	if s, err := readState(state); err != nil || s == nil {
-		return nil, fwk.NewStatus(fwk.Skip)
-	}
-	return &fwk.PreBindPreFlightResult{AllowParallel: false}, nil
-}
 
 // PreBind runs in the asynchronous binding cycle: it writes every
 // assignment annotation and the hami.io/vgpu-node label in one pod patch

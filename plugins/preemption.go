@@ -6,9 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 )
 
@@ -23,7 +23,7 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, podToSched
 	if s == nil {
 		return nil
 	}
-	pod := victim.GetPod()
+	pod := fwk.PodOf(victim)
 	nodeName := nodeInfo.Node().Name
 	s.mu.Lock()
 	if _, ok := s.nominated[nodeName][pod.UID]; ok {
@@ -67,7 +67,7 @@ func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, podToSchedule
 	if s == nil {
 		return nil
 	}
-	pod := added.GetPod()
+	pod := fwk.PodOf(added)
 	node := nodeInfo.Node().Name
 	s.mu.Lock()
 	if _, ok := s.removed[node][pod.UID]; ok {

@@ -1,17 +1,17 @@
 package plugins
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
-// PreFilter parses the pod's device requests once for the whole cycle.
+// preFilter parses the pod's device requests once for the whole cycle
+// (PreFilter, whose signature depends on the Kubernetes release, calls
+// it); nodes is how many nodes the cycle may filter, 0 when unknown.
 // Pods that ask for no managed device are skipped by this plugin.
-func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Plugin) preFilter(state fwk.CycleState, pod *corev1.Pod, nodes int) (*fwk.PreFilterResult, *fwk.Status) {
 	requests, asks, err := p.podRequests(pod)
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "invalid device request: "+err.Error())
@@ -25,7 +25,7 @@ func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev
 	state.Write(stateKey, &cycleState{
 		requests:   requests,
 		nodePolicy: p.nodePolicy(pod),
-		fits:       make(map[string]*nodeFit, len(nodes)),
+		fits:       make(map[string]*nodeFit, nodes),
 		rejections: &nodeRejections{},
 	})
 	return nil, nil

@@ -1,7 +1,7 @@
 package plugins
 
 import (
-	fwk "k8s.io/kube-scheduler/framework"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
 // rankByQueue applies nodeQueueLimit to scores NormalizeScore has brought

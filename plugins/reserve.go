@@ -5,7 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
+
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
 // Reserve assumes the cards Filter chose on the node, so the next pod's

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
 // Vendor node locks. A vendor whose devices.NodeLocker names a key other

@@ -4,9 +4,9 @@ import (
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
-	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
 // Vendor node scores (devices.NodeScorer: Ascend's NetworkID topology,

@@ -30,7 +30,7 @@ type Band struct {
 // Bands are the builds this tree ships, newest first. The image tag of a
 // band is <version>-k8s1.<Minor>, its binary `make build K8S_MINOR=1.<Minor>`
 // (the newest is also plain `make build`).
-var Bands = []Band{{Minor: 37}}
+var Bands = []Band{{Minor: 37}, {Minor: 33}}
 
 // firstEmulatingMinor is the first kube-scheduler that has
 // --emulated-version.
@@ -79,11 +79,20 @@ func BandFor(m int) (Band, bool) {
 }
 
 // Supported lists the API server minors some shipped band serves, e.g.
-// "1.34 to 1.38".
+// "1.31 to 1.38", ranges that touch or overlap merged.
 func Supported() string {
-	ranges := make([]string, 0, len(Bands))
+	var ranges [][2]int
 	for i := len(Bands) - 1; i >= 0; i-- {
-		ranges = append(ranges, Bands[i].Range())
+		b := Bands[i]
+		if n := len(ranges); n > 0 && b.Oldest() <= ranges[n-1][1]+1 {
+			ranges[n-1][1] = max(ranges[n-1][1], b.Newest())
+			continue
+		}
+		ranges = append(ranges, [2]int{b.Oldest(), b.Newest()})
 	}
-	return strings.Join(ranges, ", ")
+	out := make([]string, 0, len(ranges))
+	for _, r := range ranges {
+		out = append(out, fmt.Sprintf("1.%d to 1.%d", r[0], r[1]))
+	}
+	return strings.Join(out, ", ")
 }

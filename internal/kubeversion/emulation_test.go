@@ -54,9 +54,15 @@ func TestChoose(t *testing.T) {
 		{name: "oldest emulated", binary: 37, server: "v1.34.4", want: 34},
 		{name: "managed cluster suffix", binary: 37, server: "v1.35.4-gke.1200", want: 35},
 		{name: "server one newer runs as the binary", binary: 37, server: "v1.38.0", want: 37},
-		{name: "server too old", binary: 37, server: "v1.33.6", wantErr: []string{
+		{name: "server of an older band", binary: 37, server: "v1.33.6", wantErr: []string{
 			"the API server is Kubernetes v1.33.6, and this hami-scheduler (kube-scheduler 1.37) serves API servers 1.34 to 1.38 only",
-			"no build of hami-scheduler serves Kubernetes 1.33",
+			"run the build for Kubernetes 1.33 (image tag 1.2.3-k8s1.33, or make build K8S_MINOR=1.33)",
+		}},
+		{name: "1.33 band emulates 1.31", binary: 33, server: "v1.31.14", want: 31},
+		{name: "1.33 band on a 1.34 server runs as 1.33", binary: 33, server: "v1.34.4", want: 33},
+		{name: "server older than every band", binary: 33, server: "v1.30.14", wantErr: []string{
+			"serves API servers 1.31 to 1.34 only",
+			"no build of hami-scheduler serves Kubernetes 1.30; the builds serve 1.31 to 1.38",
 		}},
 		{name: "server too new", binary: 37, server: "v1.39.1", wantErr: []string{"serves API servers 1.34 to 1.38 only"}},
 		{name: "old build on a newer server: the shipped band is named", binary: 33, server: "v1.36.3", wantErr: []string{

@@ -42,11 +42,25 @@ type SchedulerProcess struct {
 	port   int
 }
 
+// SchedulerProcessOptions configure StartSchedulerProcess.
+type SchedulerProcessOptions struct {
+	// Deployment is the Deployment whose hami-scheduler container to run;
+	// nil is the shipped manifests/scheduler.yaml (the chart rendered for
+	// the newest band). Pass the chart rendered for the API server to run
+	// what a helm install there would.
+	Deployment *appsv1.Deployment
+	// Config is the scheduler-config.yaml its ConfigMap holds; nil is the
+	// shipped manifests/scheduler-config.yaml.
+	Config []byte
+	// Log also receives the process's output.
+	Log io.Writer
+}
+
 // StartSchedulerProcess runs binary (a hami-scheduler build) against the
 // control plane with the command, arguments and environment of the
-// shipped Deployment's container (manifests/scheduler.yaml) and the
-// shipped KubeSchedulerConfiguration (manifests/scheduler-config.yaml),
-// written where the arguments expect the mounted ConfigMap. Two things
+// Deployment's hami-scheduler container and its KubeSchedulerConfiguration
+// (by default the shipped ones), written where the arguments expect the
+// mounted ConfigMap. Two things
 // differ from a pod, both forced by running outside one: the
 // configuration's clientConnection names a kubeconfig for cp.Config (a pod
 // has in-cluster credentials), and --secure-port is a free port (so that
@@ -54,13 +68,22 @@ type SchedulerProcess struct {
 // created. It returns once /readyz answers ok, which kube-scheduler gives
 // only after every informer synced, or with the process's output when it
 // exits first.
-func (cp *ControlPlane) StartSchedulerProcess(ctx context.Context, binary string, log io.Writer) (*SchedulerProcess, error) {
-	return cp.startSchedulerProcess(ctx, binary, log, 3*time.Minute)
+func (cp *ControlPlane) StartSchedulerProcess(ctx context.Context, binary string, opts SchedulerProcessOptions) (*SchedulerProcess, error) {
+	return cp.startSchedulerProcess(ctx, binary, opts, 3*time.Minute)
 }
 
-func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string, log io.Writer, readyLimit time.Duration) (*SchedulerProcess, error) {
+func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string, opts SchedulerProcessOptions, readyLimit time.Duration) (*SchedulerProcess, error) {
 	dir := cp.tb.TempDir()
-	args, env, err := shippedSchedulerCommand(dir)
+	if opts.Deployment == nil {
+		opts.Deployment = new(appsv1.Deployment)
+		if err := shippedObject(manifests.SchedulerYAML, "manifests/scheduler.yaml", "Deployment", opts.Deployment); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Config == nil {
+		opts.Config = manifests.SchedulerConfigYAML
+	}
+	args, env, err := schedulerCommand(opts.Deployment, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -68,10 +91,10 @@ func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return nil, err
 	}
-	if err := writeShippedSchedulerConfig(filepath.Join(dir, "scheduler-config.yaml"), kubeconfig); err != nil {
+	if err := writeSchedulerConfig(filepath.Join(dir, "scheduler-config.yaml"), opts.Config, kubeconfig); err != nil {
 		return nil, err
 	}
-	if err := cp.createLeaseNamespace(ctx); err != nil {
+	if err := cp.createLeaseNamespace(ctx, opts.Config); err != nil {
 		return nil, err
 	}
 	ports, err := freePorts(1)
@@ -82,8 +105,8 @@ func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string
 	p.cmd = exec.Command(binary, p.Args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	var w io.Writer = p.out
-	if log != nil {
-		w = io.MultiWriter(p.out, log)
+	if opts.Log != nil {
+		w = io.MultiWriter(p.out, opts.Log)
 	}
 	p.cmd.Stdout, p.cmd.Stderr = w, w
 	if err := p.cmd.Start(); err != nil {
@@ -105,8 +128,8 @@ func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string
 // returns the exit error and the output, or err when the scheduler became
 // ready or neither happened within limit. A scheduler that refuses its
 // API server exits so.
-func (cp *ControlPlane) RunSchedulerProcess(ctx context.Context, binary string, limit time.Duration) (exitErr error, output string, err error) {
-	p, err := cp.startSchedulerProcess(ctx, binary, nil, limit)
+func (cp *ControlPlane) RunSchedulerProcess(ctx context.Context, binary string, opts SchedulerProcessOptions, limit time.Duration) (exitErr error, output string, err error) {
+	p, err := cp.startSchedulerProcess(ctx, binary, opts, limit)
 	if err == nil {
 		p.Stop()
 		return nil, p.Output(), fmt.Errorf("%s started and became ready", binary)
@@ -188,42 +211,38 @@ func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) e
 	return nil
 }
 
-// shippedSchedulerCommand is the shipped container's command (less the
-// binary) and environment, with paths under the ConfigMap's mount point
-// moved to dir.
-func shippedSchedulerCommand(dir string) (args, env []string, err error) {
-	var deployment appsv1.Deployment
-	if err := shippedObject(manifests.SchedulerYAML, "manifests/scheduler.yaml", "Deployment", &deployment); err != nil {
-		return nil, nil, err
-	}
+// schedulerCommand is the command (less the binary) and environment of
+// the Deployment's hami-scheduler container, with paths under the
+// ConfigMap's mount point moved to dir.
+func schedulerCommand(deployment *appsv1.Deployment, dir string) (args, env []string, err error) {
 	for _, c := range deployment.Spec.Template.Spec.Containers {
 		if c.Name != "hami-scheduler" {
 			continue
 		}
 		all := append(append([]string(nil), c.Command...), c.Args...)
 		if len(all) == 0 {
-			return nil, nil, fmt.Errorf("manifests/scheduler.yaml: the hami-scheduler container has no command")
+			return nil, nil, fmt.Errorf("Deployment %s: the hami-scheduler container has no command", deployment.Name)
 		}
 		for _, arg := range all[1:] {
 			args = append(args, strings.ReplaceAll(arg, shippedConfigDir+"/", dir+"/"))
 		}
 		for _, e := range c.Env {
 			if e.ValueFrom != nil {
-				return nil, nil, fmt.Errorf("manifests/scheduler.yaml: env %s comes from %v, which a process cannot read", e.Name, e.ValueFrom)
+				return nil, nil, fmt.Errorf("Deployment %s: env %s comes from %v, which a process cannot read", deployment.Name, e.Name, e.ValueFrom)
 			}
 			env = append(env, e.Name+"="+e.Value)
 		}
 		return args, env, nil
 	}
-	return nil, nil, fmt.Errorf("manifests/scheduler.yaml: Deployment has no hami-scheduler container")
+	return nil, nil, fmt.Errorf("Deployment %s has no hami-scheduler container", deployment.Name)
 }
 
-// writeShippedSchedulerConfig writes manifests/scheduler-config.yaml to
+// writeSchedulerConfig writes the KubeSchedulerConfiguration config to
 // path with clientConnection.kubeconfig set.
-func writeShippedSchedulerConfig(path, kubeconfig string) error {
+func writeSchedulerConfig(path string, config []byte, kubeconfig string) error {
 	var cfg map[string]any
-	if err := yaml.Unmarshal(manifests.SchedulerConfigYAML, &cfg); err != nil {
-		return fmt.Errorf("manifests/scheduler-config.yaml: %w", err)
+	if err := yaml.Unmarshal(config, &cfg); err != nil {
+		return fmt.Errorf("scheduler configuration: %w", err)
 	}
 	conn, _ := cfg["clientConnection"].(map[string]any)
 	if conn == nil {
@@ -238,16 +257,16 @@ func writeShippedSchedulerConfig(path, kubeconfig string) error {
 	return os.WriteFile(path, data, 0o600)
 }
 
-// createLeaseNamespace creates the namespace of the shipped configuration's
-// leader election lease, if it does not exist.
-func (cp *ControlPlane) createLeaseNamespace(ctx context.Context) error {
+// createLeaseNamespace creates the namespace of the configuration's leader
+// election lease, if it does not exist.
+func (cp *ControlPlane) createLeaseNamespace(ctx context.Context, config []byte) error {
 	var cfg struct {
 		LeaderElection struct {
 			ResourceNamespace string `json:"resourceNamespace"`
 		} `json:"leaderElection"`
 	}
-	if err := yaml.Unmarshal(manifests.SchedulerConfigYAML, &cfg); err != nil {
-		return fmt.Errorf("manifests/scheduler-config.yaml: %w", err)
+	if err := yaml.Unmarshal(config, &cfg); err != nil {
+		return fmt.Errorf("scheduler configuration: %w", err)
 	}
 	ns := cfg.LeaderElection.ResourceNamespace
 	if ns == "" {

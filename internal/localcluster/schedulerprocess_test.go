@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/hami-scheduler/hami-scheduler/manifests"
 )
 
 // TestShippedSchedulerCommand: the process gets the shipped container's
@@ -15,7 +18,11 @@ import (
 // the process's directory.
 func TestShippedSchedulerCommand(t *testing.T) {
 	dir := t.TempDir()
-	args, env, err := shippedSchedulerCommand(dir)
+	var deployment appsv1.Deployment
+	if err := shippedObject(manifests.SchedulerYAML, "manifests/scheduler.yaml", "Deployment", &deployment); err != nil {
+		t.Fatal(err)
+	}
+	args, env, err := schedulerCommand(&deployment, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +43,7 @@ func TestShippedSchedulerCommand(t *testing.T) {
 // with only clientConnection.kubeconfig added.
 func TestShippedSchedulerConfig(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "scheduler-config.yaml")
-	if err := writeShippedSchedulerConfig(path, "/k/kubeconfig"); err != nil {
+	if err := writeSchedulerConfig(path, manifests.SchedulerConfigYAML, "/k/kubeconfig"); err != nil {
 		t.Fatal(err)
 	}
 	data, err := os.ReadFile(path)

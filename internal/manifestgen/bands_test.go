@@ -64,7 +64,9 @@ func TestImageBand(t *testing.T) {
 		{name: "managed 1.36+", minor: "36+", want: "hami-scheduler:0.1.0-k8s1.37"},
 		{name: "band override", minor: "36", values: map[string]any{"image": map[string]any{"kubernetesBand": "1.33"}}, want: "hami-scheduler:0.1.0-k8s1.33"},
 		{name: "tag override", minor: "36", values: map[string]any{"image": map[string]any{"tag": "dev"}}, want: "hami-scheduler:dev"},
-		{name: "1.33 refused", minor: "33", wantErr: "incompatible with Kubernetes v1.33.0"},
+		{name: "1.33", minor: "33", want: "hami-scheduler:0.1.0-k8s1.33"},
+		{name: "1.31", minor: "31", want: "hami-scheduler:0.1.0-k8s1.33"},
+		{name: "1.30 refused", minor: "30", wantErr: "incompatible with Kubernetes v1.30.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,5 +118,38 @@ func TestAdmissionPolicyOnlyWhereServed(t *testing.T) {
 	}
 	if text, ok := rendered["templates/admission-policy.yaml"]; ok {
 		t.Errorf("policy rendered for a cluster that does not serve it:\n%s", text)
+	}
+}
+
+// TestFeatureGatesOfTheBand: scheduler.featureGates reaches the scheduler
+// less the gates its band's kube-scheduler does not know, which it would
+// refuse at start.
+func TestFeatureGatesOfTheBand(t *testing.T) {
+	tests := []struct {
+		minor int
+		want  string
+	}{
+		{minor: 37, want: "--feature-gates=NominatedNodeNameForExpectation=false"},
+		{minor: 34, want: "--feature-gates=NominatedNodeNameForExpectation=false"},
+		{minor: 33, want: ""},
+		{minor: 31, want: ""},
+	}
+	for _, tt := range tests {
+		rendered, err := RenderFor(chartDir(), Namespace, nil, KubeCapabilities(tt.minor))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := regexp.MustCompile(`--feature-gates=\S*`).FindString(rendered["templates/scheduler.yaml"])
+		if got != tt.want {
+			t.Errorf("1.%d: scheduler runs with %q, want %q", tt.minor, got, tt.want)
+		}
+	}
+	values := map[string]any{"scheduler": map[string]any{"featureGates": "NominatedNodeNameForExpectation=false, SchedulerQueueingHints=true"}}
+	rendered, err := RenderFor(chartDir(), Namespace, values, KubeCapabilities(33))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := regexp.MustCompile(`--feature-gates=\S*`).FindString(rendered["templates/scheduler.yaml"]); got != "--feature-gates=SchedulerQueueingHints=true" {
+		t.Errorf("1.33 with two gates: %q, want the gate 1.33 knows only", got)
 	}
 }

@@ -26,10 +26,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/kubeversion"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
 
@@ -111,7 +115,7 @@ func runWithCluster(m *testing.M, logFile *os.File) int {
 
 	if wantRefusal {
 		fmt.Printf("compat: no band serves Kubernetes 1.%d; checking that %s refuses it\n", serverVersion.Minor(), binary)
-		refusal.exitErr, refusal.output, err = cp.RunSchedulerProcess(ctx, binary, time.Minute)
+		refusal.exitErr, refusal.output, err = cp.RunSchedulerProcess(ctx, binary, localcluster.SchedulerProcessOptions{}, time.Minute)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "refusal:", err)
 			return 1
@@ -139,7 +143,15 @@ func runWithCluster(m *testing.M, logFile *os.File) int {
 		return 1
 	}
 	defer webhook.Stop()
-	sched, err := cp.StartSchedulerProcess(ctx, binary, logFile)
+	// What helm install would run on this server: the chart rendered for
+	// its capabilities (image band, feature gates the band knows).
+	process, err := chartSchedulerProcess()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "render the chart for this API server:", err)
+		return 1
+	}
+	process.Log = logFile
+	sched, err := cp.StartSchedulerProcess(ctx, binary, process)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start hami-scheduler:", err)
 		return 1
@@ -160,6 +172,40 @@ func schedulerFor(m int) string {
 		return filepath.Join(*binDir, "hami-scheduler")
 	}
 	return filepath.Join(*binDir, fmt.Sprintf("hami-scheduler-1.%d", band.Minor))
+}
+
+// chartSchedulerProcess is the hami-scheduler Deployment and configuration
+// of the chart rendered for the API server's capabilities.
+func chartSchedulerProcess() (localcluster.SchedulerProcessOptions, error) {
+	var opts localcluster.SchedulerProcessOptions
+	caps, err := manifestgen.ServerCapabilities(controlPlane.Client.Discovery())
+	if err != nil {
+		return opts, err
+	}
+	rendered, err := manifestgen.RenderFor(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), manifestgen.Namespace, nil, caps)
+	if err != nil {
+		return opts, err
+	}
+	objs, err := manifestgen.Decode(manifestgen.Documents(rendered))
+	if err != nil {
+		return opts, err
+	}
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "Deployment" && o.GetName() == "hami-scheduler":
+			opts.Deployment = new(appsv1.Deployment)
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, opts.Deployment); err != nil {
+				return opts, err
+			}
+		case o.GetKind() == "ConfigMap" && o.GetName() == "hami-scheduler-config":
+			config, _, _ := unstructured.NestedString(o.Object, "data", "scheduler-config.yaml")
+			opts.Config = []byte(config)
+		}
+	}
+	if opts.Deployment == nil || opts.Config == nil {
+		return opts, fmt.Errorf("the chart renders no hami-scheduler Deployment and ConfigMap hami-scheduler-config")
+	}
+	return opts, nil
 }
 
 // binaryVersion is what the binary's --version prints.

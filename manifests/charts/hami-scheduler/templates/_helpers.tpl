@@ -5,7 +5,7 @@ A build of minor B serves API servers 1.(B-3) (never below 1.31, where
 kube-scheduler's --emulated-version begins; B itself below that) to 1.(B+1).
 */}}
 {{- define "hami-scheduler.bands" -}}
-37
+37 33
 {{- end -}}
 
 {{/* The cluster's Kubernetes minor (a managed cluster's "36+" is 36). */}}
@@ -50,6 +50,25 @@ repository:tag, the tag being image.tag or <appVersion>-k8s1.<band>.
 {{- else -}}
 {{ .Values.image.repository }}:{{ .Values.image.tag | default (printf "%s-k8s1.%s" .Chart.AppVersion (include "hami-scheduler.band" .)) }}
 {{- end -}}
+{{- end -}}
+
+{{/*
+scheduler.featureGates less the gates the band's kube-scheduler does not
+know (it refuses an unknown gate at start): each gate below with the first
+minor that has it.
+*/}}
+{{- define "hami-scheduler.featureGates" -}}
+{{- $since := dict "NominatedNodeNameForExpectation" 34 -}}
+{{- $band := include "hami-scheduler.band" . | int -}}
+{{- $kept := list -}}
+{{- range (.Values.scheduler.featureGates | default "" | splitList ",") -}}
+{{- $gate := . | trim -}}
+{{- $name := splitList "=" $gate | first -}}
+{{- if and $gate (ge $band (get $since $name | default 0 | int)) -}}
+{{- $kept = append $kept $gate -}}
+{{- end -}}
+{{- end -}}
+{{ join "," $kept }}
 {{- end -}}
 
 {{/* Whether the cluster serves admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy (1.30 and later). */}}

@@ -1,0 +1,18 @@
+//go:build !k8s1.33
+
+package plugins
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+)
+
+// PreFilter parses the pod's device requests once for the whole cycle
+// (preFilter). Pods that ask for no managed device are skipped by this
+// plugin.
+func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
+	return p.preFilter(state, pod, len(nodes))
+}
