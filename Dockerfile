@@ -11,7 +11,13 @@ COPY . .
 ARG GIT_COMMIT=unknown
 ARG K8S_MINOR=1.37
 ENV CGO_ENABLED=0
-RUN make build K8S_MINOR=${K8S_MINOR} GIT_COMMIT=${GIT_COMMIT} BIN=/out
+# The webhook is the newest build's in every band; an older band's
+# scheduler (hack/bands/k8s<minor>) replaces the newest one.
+RUN make build GIT_COMMIT=${GIT_COMMIT} BIN=/out && \
+    if [ -f "hack/bands/k8s${K8S_MINOR}/go.mod" ]; then \
+      make build K8S_MINOR=${K8S_MINOR} GIT_COMMIT=${GIT_COMMIT} BIN=/out && \
+      mv "/out/hami-scheduler-${K8S_MINOR}" /out/hami-scheduler; \
+    fi
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/hami-scheduler /hami-scheduler

@@ -100,6 +100,9 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, opts ExternalOptions
 		"--service-account-key-file=" + key,
 		"--service-account-signing-key-file=" + key,
 		"--service-cluster-ip-range=10.0.0.0/24",
+		// No kubernetes Service endpoints: 1.37 refuses a loopback
+		// advertise address for them.
+		"--endpoint-reconciler-type=none",
 		// As Start: no controller-manager runs.
 		flags[0],
 	}
@@ -112,8 +115,11 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, opts ExternalOptions
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start %s: %w", opts.KubeAPIServer, err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	exited := &processExit{done: make(chan struct{})}
+	go func() {
+		exited.err = cmd.Wait()
+		close(exited.done)
+	}()
 	cp.teardown = func() { stopProcess(cmd, exited) }
 
 	host := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
@@ -135,12 +141,12 @@ func randomToken() string {
 
 // waitReady polls /readyz until it answers ok, the process exits or two
 // minutes pass (an old apiserver on a loaded machine takes a while).
-func waitReady(ctx context.Context, client kubernetes.Interface, exited <-chan error) error {
+func waitReady(ctx context.Context, client kubernetes.Interface, exited *processExit) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		select {
-		case err := <-exited:
-			return false, fmt.Errorf("kube-apiserver exited: %v", err)
+		case <-exited.done:
+			return false, fmt.Errorf("kube-apiserver exited: %v", exited.err)
 		default:
 		}
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
@@ -156,13 +162,24 @@ func waitReady(ctx context.Context, client kubernetes.Interface, exited <-chan e
 	return err
 }
 
+// processExit is a process's end: done closes once it exited, with err.
+type processExit struct {
+	done chan struct{}
+	err  error
+}
+
 // stopProcess ends the apiserver: SIGTERM, then SIGKILL after 20 s.
-func stopProcess(cmd *exec.Cmd, exited <-chan error) {
+func stopProcess(cmd *exec.Cmd, exited *processExit) {
+	select {
+	case <-exited.done:
+		return
+	default:
+	}
 	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-exited:
+	case <-exited.done:
 	case <-time.After(20 * time.Second):
 		_ = cmd.Process.Kill()
-		<-exited
+		<-exited.done
 	}
 }

@@ -1,5 +1,5 @@
 // Package compat runs hami-scheduler, as a binary started the way the
-// shipped Deployment starts it, against a kube-apiserver of a chosen
+// chart rendered for the API server starts it, against a kube-apiserver of a chosen
 // Kubernetes release running as its own process with RBAC enforced
 // (internal/localcluster StartExternal), with HAMi's faithful node side
 // (internal/simnode) and the webhook registered from the shipped YAML.
