@@ -1,22 +1,21 @@
 package plugins
 
 import (
-	"context"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
 
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
-// EventsToRegister requeues a pod this plugin rejected as soon as cards may
-// have freed up (a pod holding cards is deleted) or a node's inventory
-// changes, instead of waiting for the periodic flush.
-func (p *Plugin) EventsToRegister(_ context.Context) ([]fwk.ClusterEventWithHint, error) {
+// events requeue a pod this plugin rejected as soon as cards may have
+// freed up (a pod holding cards is deleted) or a node's inventory changes,
+// instead of waiting for the periodic flush (EventsToRegister, whose
+// signature depends on the Kubernetes release, returns them).
+func (p *Plugin) events() []fwk.ClusterEventWithHint {
 	return []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.hintAfterPodDelete},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAnnotation | fwk.UpdateNodeAllocatable}, QueueingHintFn: p.hintAfterNodeChange},
-	}, nil
+	}
 }
 
 // The hints only read: the device cache is written by its informer

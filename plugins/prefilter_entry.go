@@ -1,4 +1,4 @@
-//go:build !k8s1.33
+//go:build !k8s1.33 && !k8s1.30
 
 package plugins
 

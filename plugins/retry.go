@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
+
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
 // rejectedPods remembers the pods Filter turned away for lack of devices.
@@ -57,5 +59,5 @@ func (p *Plugin) retryRejected(logger klog.Logger, why string) {
 		return
 	}
 	logger.V(5).Info("Retrying pods rejected for lack of devices", "pods", len(pods), "reason", why)
-	p.handle.Activate(logger, pods)
+	fwk.Activate(p.handle, logger, pods)
 }

@@ -32,7 +32,9 @@ func (p *Plugin) PreScore(ctx context.Context, state fwk.CycleState, pod *corev1
 // scored by that sum instead, for NormalizeScore to rank (vendorscore.go).
 // A pod PreFilter skipped scores 0 everywhere (PreScore normally spares it
 // the call).
-func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeInfo fwk.NodeInfo) (int64, *fwk.Status) {
+// Score (whose signature depends on the Kubernetes release) calls score
+// with the node.
+func (p *Plugin) score(state fwk.CycleState, node *corev1.Node) (int64, *fwk.Status) {
 	s, err := readState(state)
 	if err != nil {
 		return 0, fwk.AsStatus(err)
@@ -40,13 +42,13 @@ func (p *Plugin) Score(ctx context.Context, state fwk.CycleState, pod *corev1.Po
 	if s == nil {
 		return 0, nil
 	}
-	fit, ok := s.fit(nodeInfo.Node().Name)
+	fit, ok := s.fit(node.Name)
 	if !ok {
 		return 0, fwk.NewStatus(fwk.Error, "node was not filtered by "+Name)
 	}
 	if p.policyScored(s) {
 		// HAMi's sum, ranked by NormalizeScore.
-		return p.policyScore(s, fit, nodeInfo.Node()), nil
+		return p.policyScore(s, fit, node), nil
 	}
 	score := int64(fit.score*float32(fwk.MaxNodeScore)/devices.MaxNodeScore + 0.5)
 	score = min(max(score, 0), fwk.MaxNodeScore)

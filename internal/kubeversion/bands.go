@@ -30,7 +30,7 @@ type Band struct {
 // Bands are the builds this tree ships, newest first. The image tag of a
 // band is <version>-k8s1.<Minor>, its binary `make build K8S_MINOR=1.<Minor>`
 // (the newest is also plain `make build`).
-var Bands = []Band{{Minor: 37}, {Minor: 33}}
+var Bands = []Band{{Minor: 37}, {Minor: 33}, {Minor: 30}}
 
 // firstEmulatingMinor is the first kube-scheduler that has
 // --emulated-version.

@@ -60,16 +60,21 @@ func TestChoose(t *testing.T) {
 		}},
 		{name: "1.33 band emulates 1.31", binary: 33, server: "v1.31.14", want: 31},
 		{name: "1.33 band on a 1.34 server runs as 1.33", binary: 33, server: "v1.34.4", want: 33},
-		{name: "server older than every band", binary: 33, server: "v1.30.14", wantErr: []string{
+		{name: "1.33 band on a 1.30 server names the 1.30 band", binary: 33, server: "v1.30.14", wantErr: []string{
 			"serves API servers 1.31 to 1.34 only",
-			"no build of hami-scheduler serves Kubernetes 1.30; the builds serve 1.31 to 1.38",
+			"run the build for Kubernetes 1.30 (image tag 1.2.3-k8s1.30, or make build K8S_MINOR=1.30)",
+		}},
+		{name: "1.30 band, no emulation", binary: 30, server: "v1.30.14", want: 30},
+		{name: "1.30 band on a 1.31 server", binary: 30, server: "v1.31.14", want: 30},
+		{name: "server older than every band", binary: 30, server: "v1.29.6", wantErr: []string{
+			"serves API servers 1.30 to 1.31 only",
+			"no build of hami-scheduler serves Kubernetes 1.29; the builds serve 1.30 to 1.38",
 		}},
 		{name: "server too new", binary: 37, server: "v1.39.1", wantErr: []string{"serves API servers 1.34 to 1.38 only"}},
 		{name: "old build on a newer server: the shipped band is named", binary: 33, server: "v1.36.3", wantErr: []string{
 			"serves API servers 1.31 to 1.34 only",
 			"run the build for Kubernetes 1.37 (image tag 1.2.3-k8s1.37, or make build K8S_MINOR=1.37)",
 		}},
-		{name: "no emulation below 1.31", binary: 30, server: "v1.29.6", wantErr: []string{"serves API servers 1.30 to 1.31 only"}},
 		{name: "major 2", binary: 37, server: "v2.0.0", wantErr: []string{"serves API servers 1.34 to 1.38 only"}},
 		{name: "unreadable", binary: 37, server: "master", wantErr: []string{`the API server reports version "master"`}},
 	}

@@ -178,13 +178,17 @@ func asExited(err error, target **exitedError) bool {
 	return ok
 }
 
-// waitReady polls /readyz on the secure port until it answers ok.
+// waitReady polls /readyz (where it is served) on the secure port until
+// it answers ok.
 func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) error {
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
 		// kube-scheduler serves a self-signed certificate.
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback health probe
 	}}
 	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", p.port)
+	// kube-scheduler 1.30 serves no /readyz (its informers are synced
+	// before it serves at all): /healthz there.
+	healthz := fmt.Sprintf("https://127.0.0.1:%d/healthz", p.port)
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
 		select {
@@ -200,6 +204,9 @@ func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) e
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		last = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(body))
+		if resp.StatusCode == http.StatusNotFound && url != healthz {
+			url = healthz
+		}
 		return resp.StatusCode == http.StatusOK, nil
 	})
 	if _, ok := err.(*exitedError); ok {

@@ -66,7 +66,8 @@ func TestImageBand(t *testing.T) {
 		{name: "tag override", minor: "36", values: map[string]any{"image": map[string]any{"tag": "dev"}}, want: "hami-scheduler:dev"},
 		{name: "1.33", minor: "33", want: "hami-scheduler:0.1.0-k8s1.33"},
 		{name: "1.31", minor: "31", want: "hami-scheduler:0.1.0-k8s1.33"},
-		{name: "1.30 refused", minor: "30", wantErr: "incompatible with Kubernetes v1.30.0"},
+		{name: "1.30", minor: "30", want: "hami-scheduler:0.1.0-k8s1.30"},
+		{name: "1.29 refused", minor: "29", wantErr: "incompatible with Kubernetes v1.29.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,6 +134,7 @@ func TestFeatureGatesOfTheBand(t *testing.T) {
 		{minor: 34, want: "--feature-gates=NominatedNodeNameForExpectation=false"},
 		{minor: 33, want: ""},
 		{minor: 31, want: ""},
+		{minor: 30, want: ""},
 	}
 	for _, tt := range tests {
 		rendered, err := RenderFor(chartDir(), Namespace, nil, KubeCapabilities(tt.minor))

@@ -1,9 +1,11 @@
 package compat
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -278,5 +280,24 @@ func TestChartInstalls(t *testing.T) {
 	}
 	for _, err := range errs {
 		t.Error(err)
+	}
+}
+
+// Where an older band serves the API server, the newest build refuses it
+// at start and names that band's build.
+func TestNewestBuildNamesTheBand(t *testing.T) {
+	needsCluster(t)
+	band, _ := kubeversion.BandFor(int(serverVersion.Minor()))
+	if band == kubeversion.Bands[0] {
+		t.Skipf("the newest band serves Kubernetes %s", serverVersion)
+	}
+	exitErr, output, err := controlPlane.RunSchedulerProcess(t.Context(), filepath.Join(*binDir, "hami-scheduler"), localcluster.SchedulerProcessOptions{}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("refused: %s", refusalLine(output))
+	want := fmt.Sprintf("run the build for Kubernetes 1.%d (image tag", band.Minor)
+	if exitErr == nil || !strings.Contains(output, want) {
+		t.Errorf("exit %v, output does not say %q:\n%s", exitErr, want, tail(output))
 	}
 }

@@ -5,7 +5,7 @@ A build of minor B serves API servers 1.(B-3) (never below 1.31, where
 kube-scheduler's --emulated-version begins; B itself below that) to 1.(B+1).
 */}}
 {{- define "hami-scheduler.bands" -}}
-37 33
+37 33 30
 {{- end -}}
 
 {{/* The cluster's Kubernetes minor (a managed cluster's "36+" is 36). */}}

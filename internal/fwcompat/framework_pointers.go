@@ -1,4 +1,4 @@
-//go:build k8s1.33
+//go:build k8s1.33 || k8s1.30
 
 package fwcompat
 
@@ -38,7 +38,6 @@ type (
 	ClusterEventWithHint = fwk.ClusterEventWithHint
 	PodNominator         = fwk.PodNominator
 	NominatingInfo       = fwk.NominatingInfo
-	NodeToStatusReader   = fwk.NodeToStatusReader
 )
 
 // The framework's constants, as the plugin names them.
@@ -66,7 +65,7 @@ var (
 	ErrNotFound = fwk.ErrNotFound
 )
 
-// AssignedPod is the event resource of pods bound to a node: in 1.33,
+// AssignedPod is the event resource of pods bound to a node: before 1.37,
 // Pod, whose events are those of assigned pods (1.37 names them apart).
 const AssignedPod = fwk.Pod
 

@@ -1,4 +1,4 @@
-//go:build k8s1.33
+//go:build k8s1.33 || k8s1.30
 
 package plugins
 
@@ -11,7 +11,7 @@ import (
 )
 
 // PreFilter parses the pod's device requests once for the whole cycle
-// (preFilter); in 1.33 the framework passes no node list.
+// (preFilter); before 1.34 the framework passes no node list.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod) (*fwk.PreFilterResult, *fwk.Status) {
 	return p.preFilter(state, pod, 0)
 }
