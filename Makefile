@@ -23,12 +23,10 @@ BENCH_PODS  ?= 1000
 BENCH_ARGS  ?=
 
 # Kubernetes releases the compatibility suite runs against: the newest
-# patch of every minor from 1.30 (make test-compat), and in CI one per band,
-# its oldest served minor (make test-compat-smoke). 1.28 and 1.29 cannot be
-# built here: their kube-apiserver needs k8s.io/legacy-cloud-providers,
-# which the module proxy does not serve.
-COMPAT_VERSIONS ?= v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2
-COMPAT_SMOKE    ?= v1.34.4 v1.31.14 v1.30.14
+# patch of every minor the builds serve (make test-compat), and in CI one
+# per band, its oldest served minor (make test-compat-smoke).
+COMPAT_VERSIONS ?= v1.28.15 v1.29.6 v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2
+COMPAT_SMOKE    ?= v1.34.4 v1.31.14 v1.28.15
 
 .PHONY: all build test test-unit test-race bench bench-e2e run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests
 

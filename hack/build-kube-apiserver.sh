@@ -27,7 +27,10 @@ for version in "$@"; do
     # The version the binary reports on /version: the release's own
     # (built from modules, it would report v0.0.0-master).
     ldflags="-s -w -X k8s.io/component-base/version.gitVersion=$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-    (cd "$dir/module" && GOFLAGS=-mod=mod go build -ldflags "$ldflags" -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
+    # providerless: without the in-tree cloud providers, as Kubernetes'
+    # own providerless builds; before 1.31 they need k8s.io/legacy-cloud-providers,
+    # which the module proxy does not serve.
+    (cd "$dir/module" && GOFLAGS=-mod=mod go build -tags providerless -ldflags "$ldflags" -o "$bin.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
     mv "$bin.tmp" "$bin"
   fi
   echo "$bin"

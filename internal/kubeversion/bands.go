@@ -25,12 +25,18 @@ import (
 type Band struct {
 	// Minor is the Kubernetes minor the build is compiled from.
 	Minor int
+	// TestedBelow, when set, is an older API server minor than the skew
+	// policy and emulation allow that the band serves all the same,
+	// because test/compat runs it there (README says which).
+	TestedBelow int
 }
 
 // Bands are the builds this tree ships, newest first. The image tag of a
 // band is <version>-k8s1.<Minor>, its binary `make build K8S_MINOR=1.<Minor>`
-// (the newest is also plain `make build`).
-var Bands = []Band{{Minor: 37}, {Minor: 33}, {Minor: 30}}
+// (the newest is also plain `make build`). kube-scheduler 1.30 cannot
+// emulate; test/compat runs the 1.30 band on 1.28 and 1.29 API servers,
+// outside the skew policy, where it watches nothing they lack.
+var Bands = []Band{{Minor: 37}, {Minor: 33}, {Minor: 30, TestedBelow: 28}}
 
 // firstEmulatingMinor is the first kube-scheduler that has
 // --emulated-version.
@@ -40,12 +46,16 @@ const firstEmulatingMinor = 31
 const emulationReach = 3
 
 // Oldest is the oldest API server minor the band serves: the oldest minor
-// it can emulate (its own below 1.31).
+// it can emulate (its own below 1.31), or TestedBelow.
 func (b Band) Oldest() int {
-	if b.Minor < firstEmulatingMinor {
-		return b.Minor
+	oldest := b.Minor
+	if b.Minor >= firstEmulatingMinor {
+		oldest = max(b.Minor-emulationReach, firstEmulatingMinor)
 	}
-	return max(b.Minor-emulationReach, firstEmulatingMinor)
+	if b.TestedBelow > 0 {
+		oldest = min(oldest, b.TestedBelow)
+	}
+	return oldest
 }
 
 // Newest is the newest API server minor the band serves: one newer than
@@ -55,10 +65,16 @@ func (b Band) Newest() int { return b.Minor + 1 }
 // Serves reports whether the band serves an API server of minor 1.m.
 func (b Band) Serves(m int) bool { return m >= b.Oldest() && m <= b.Newest() }
 
-// Emulates returns the minor the band emulates against an API server of
+// Emulates returns the minor the band runs as against an API server of
 // minor 1.m, which it serves: the server's own, or the band's when the
-// server is one newer.
-func (b Band) Emulates(m int) int { return min(m, b.Minor) }
+// server is newer or the band cannot emulate it (below 1.31, or below the
+// oldest minor it can emulate: TestedBelow).
+func (b Band) Emulates(m int) int {
+	if b.Minor < firstEmulatingMinor {
+		return b.Minor
+	}
+	return max(min(m, b.Minor), b.Minor-emulationReach, firstEmulatingMinor)
+}
 
 // Range is the band's API server range, e.g. "1.34 to 1.38".
 func (b Band) Range() string { return fmt.Sprintf("1.%d to 1.%d", b.Oldest(), b.Newest()) }

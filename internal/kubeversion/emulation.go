@@ -52,11 +52,22 @@ func Choose(binaryMinor int, serverVersion, release string) (Emulation, error) {
 	if err != nil {
 		return Emulation{}, fmt.Errorf("the API server reports version %q: %w", serverVersion, err)
 	}
-	build := Band{Minor: binaryMinor}
+	build := bandOf(binaryMinor)
 	if server.Major() != 1 || !build.Serves(int(server.Minor())) {
 		return Emulation{}, &UnservedError{Server: serverVersion, Build: build, Release: release}
 	}
 	return Emulation{Server: serverVersion, Minor: build.Emulates(int(server.Minor()))}, nil
+}
+
+// bandOf is the shipped band of a build of minor 1.m, or a plain band of
+// that minor for a build this tree does not ship.
+func bandOf(m int) Band {
+	for _, b := range Bands {
+		if b.Minor == m {
+			return b
+		}
+	}
+	return Band{Minor: m}
 }
 
 // kubernetesModule is the module whose release a build is compiled from.

@@ -66,10 +66,12 @@ func TestChoose(t *testing.T) {
 		}},
 		{name: "1.30 band, no emulation", binary: 30, server: "v1.30.14", want: 30},
 		{name: "1.30 band on a 1.31 server", binary: 30, server: "v1.31.14", want: 30},
-		{name: "server older than every band", binary: 30, server: "v1.29.6", wantErr: []string{
-			"serves API servers 1.30 to 1.31 only",
-			"no build of hami-scheduler serves Kubernetes 1.29; the builds serve 1.30 to 1.38",
+		{name: "1.30 band on a 1.28 server, tested below the skew policy", binary: 30, server: "v1.28.15", want: 30},
+		{name: "server older than every band", binary: 30, server: "v1.27.16", wantErr: []string{
+			"serves API servers 1.28 to 1.31 only",
+			"no build of hami-scheduler serves Kubernetes 1.27; the builds serve 1.28 to 1.38",
 		}},
+		{name: "an unshipped 1.29 build serves its own minor and the next", binary: 29, server: "v1.28.15", wantErr: []string{"serves API servers 1.29 to 1.30 only"}},
 		{name: "server too new", binary: 37, server: "v1.39.1", wantErr: []string{"serves API servers 1.34 to 1.38 only"}},
 		{name: "old build on a newer server: the shipped band is named", binary: 33, server: "v1.36.3", wantErr: []string{
 			"serves API servers 1.31 to 1.34 only",

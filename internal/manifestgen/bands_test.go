@@ -34,7 +34,11 @@ func TestChartBands(t *testing.T) {
 	}
 	var want []string
 	for _, b := range kubeversion.Bands {
-		want = append(want, fmt.Sprint(b.Minor))
+		entry := fmt.Sprint(b.Minor)
+		if b.TestedBelow > 0 {
+			entry += fmt.Sprintf(":%d", b.TestedBelow)
+		}
+		want = append(want, entry)
 	}
 	if got := strings.TrimSpace(m[1]); got != strings.Join(want, " ") {
 		t.Errorf("chart bands %q, kubeversion.Bands %q", got, strings.Join(want, " "))
@@ -67,7 +71,8 @@ func TestImageBand(t *testing.T) {
 		{name: "1.33", minor: "33", want: "hami-scheduler:0.1.0-k8s1.33"},
 		{name: "1.31", minor: "31", want: "hami-scheduler:0.1.0-k8s1.33"},
 		{name: "1.30", minor: "30", want: "hami-scheduler:0.1.0-k8s1.30"},
-		{name: "1.29 refused", minor: "29", wantErr: "incompatible with Kubernetes v1.29.0"},
+		{name: "1.28", minor: "28", want: "hami-scheduler:0.1.0-k8s1.30"},
+		{name: "1.27 refused", minor: "27", wantErr: "incompatible with Kubernetes v1.27.0"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

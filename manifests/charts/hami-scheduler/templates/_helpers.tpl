@@ -2,10 +2,11 @@
 The Kubernetes minors of the shipped builds, newest first, as
 internal/kubeversion.Bands lists them (TestChartBands keeps the two equal).
 A build of minor B serves API servers 1.(B-3) (never below 1.31, where
-kube-scheduler's --emulated-version begins; B itself below that) to 1.(B+1).
+kube-scheduler's --emulated-version begins; B itself below that) to 1.(B+1);
+"B:O" is a band also tested on the older minor 1.O (Band.TestedBelow).
 */}}
 {{- define "hami-scheduler.bands" -}}
-37 33 30
+37 33 30:28
 {{- end -}}
 
 {{/* The cluster's Kubernetes minor (a managed cluster's "36+" is 36). */}}
@@ -26,9 +27,11 @@ band that serves the cluster's minor; none serving it fails the render.
 {{- $lo := 1000 -}}
 {{- $hi := 0 -}}
 {{- range (include "hami-scheduler.bands" . | splitList " ") -}}
-{{- $b := int . -}}
+{{- $entry := splitList ":" . -}}
+{{- $b := first $entry | int -}}
 {{- $oldest := $b -}}
 {{- if ge $b 31 -}}{{- $oldest = max 31 (sub $b 3) -}}{{- end -}}
+{{- if gt (len $entry) 1 -}}{{- $oldest = min $oldest (last $entry | int) -}}{{- end -}}
 {{- $lo = min $lo $oldest -}}
 {{- $hi = max $hi (add $b 1) -}}
 {{- if and (eq $band 0) (ge $minor $oldest) (le $minor (add $b 1)) -}}{{- $band = $b -}}{{- end -}}
