@@ -57,18 +57,12 @@ current-context: c
 // (on from 1.37, the API a 1.36 server lacks) was on when RunE ran.
 func runEmulating(t *testing.T, args ...string) (emulated string, taintRules bool, err error) {
 	t.Helper()
-	cmd := newCommand()
-	cmd.RunE = func(c *cobra.Command, _ []string) error {
+	err = execute(func(c *cobra.Command) error {
 		emulated = c.Flags().Lookup(emulatedVersionFlag).Value.String()
 		taintRules = utilfeature.DefaultFeatureGate.Enabled(features.DRADeviceTaintRules)
 		return nil
-	}
-	cmd.SetArgs(args)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	var out strings.Builder
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	return emulated, taintRules, cmd.Execute()
+	}, args...)
+	return emulated, taintRules, err
 }
 
 // TestEmulatesTheServersMinor: the scheduler emulates the minor its API
@@ -138,11 +132,8 @@ func TestEmulatesTheServersMinor(t *testing.T) {
 func TestPrintingNeedsNoServer(t *testing.T) {
 	url, requests := versionServer(t, "v1.37.2")
 	kubeconfig := kubeconfigFor(t, url)
-	cmd := newCommand()
-	cmd.SetArgs([]string{"--kubeconfig", kubeconfig, "--write-config-to", writeFile(t, "out.yaml", "")})
-	cmd.RunE = func(*cobra.Command, []string) error { return nil }
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
-	if err := cmd.Execute(); err != nil {
+	err := execute(func(*cobra.Command) error { return nil }, "--kubeconfig", kubeconfig, "--write-config-to", writeFile(t, "out.yaml", ""))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if n := requests.Load(); n != 0 {

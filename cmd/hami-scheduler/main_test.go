@@ -56,18 +56,24 @@ func writeFile(t *testing.T, name, data string) string {
 // needs or reaches an API server. ran says whether RunE was reached.
 func run(t *testing.T, args ...string) (ran bool, err error) {
 	t.Helper()
-	cmd := newCommand()
-	cmd.RunE = func(*cobra.Command, []string) error {
+	err = execute(func(*cobra.Command) error {
 		ran = true
 		return nil
-	}
+	}, args...)
+	return ran, err
+}
+
+// execute runs the hami-scheduler command on args with runE in place of
+// its RunE, its output discarded.
+func execute(runE func(*cobra.Command) error, args ...string) error {
+	cmd := newCommand()
+	cmd.RunE = func(c *cobra.Command, _ []string) error { return runE(c) }
 	cmd.SetArgs(args)
 	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	var out strings.Builder
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
-	err = cmd.Execute()
-	return ran, err
+	return cmd.Execute()
 }
 
 // TestConfigCheck runs the command with --config files: bad HAMi args

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -112,14 +111,10 @@ func (cp *ControlPlane) startAPIServer(ctx context.Context, opts ExternalOptions
 		log = io.Discard
 	}
 	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", opts.KubeAPIServer, err)
+	exited, err := startProcess(cmd)
+	if err != nil {
+		return err
 	}
-	exited := &processExit{done: make(chan struct{})}
-	go func() {
-		exited.err = cmd.Wait()
-		close(exited.done)
-	}()
 	cp.teardown = func() { stopProcess(cmd, exited) }
 
 	host := "https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
@@ -144,10 +139,8 @@ func randomToken() string {
 func waitReady(ctx context.Context, client kubernetes.Interface, exited *processExit) error {
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-exited.done:
+		if exited.exitedYet() {
 			return false, fmt.Errorf("kube-apiserver exited: %v", exited.err)
-		default:
 		}
 		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		if err != nil {
@@ -160,26 +153,4 @@ func waitReady(ctx context.Context, client kubernetes.Interface, exited *process
 		return fmt.Errorf("kube-apiserver not ready: %w (last: %s)", err, last)
 	}
 	return err
-}
-
-// processExit is a process's end: done closes once it exited, with err.
-type processExit struct {
-	done chan struct{}
-	err  error
-}
-
-// stopProcess ends the apiserver: SIGTERM, then SIGKILL after 20 s.
-func stopProcess(cmd *exec.Cmd, exited *processExit) {
-	select {
-	case <-exited.done:
-		return
-	default:
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-exited.done:
-	case <-time.After(20 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited.done
-	}
 }

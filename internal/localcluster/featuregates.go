@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 
 	"github.com/hami-scheduler/hami-scheduler/manifests"
@@ -15,22 +16,39 @@ import (
 // Deployment (manifests/scheduler.yaml) passes to hami-scheduler, "" when
 // it passes none.
 func ShippedFeatureGates() (string, error) {
-	var deployment appsv1.Deployment
-	if err := shippedObject(manifests.SchedulerYAML, "manifests/scheduler.yaml", "Deployment", &deployment); err != nil {
+	deployment, err := shippedSchedulerDeployment()
+	if err != nil {
 		return "", err
 	}
-	for _, c := range deployment.Spec.Template.Spec.Containers {
-		if c.Name != "hami-scheduler" {
-			continue
-		}
-		for _, arg := range append(c.Command, c.Args...) {
-			if gates, ok := strings.CutPrefix(arg, "--feature-gates="); ok {
-				return gates, nil
-			}
-		}
-		return "", nil
+	c, err := schedulerContainer(deployment)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("manifests/scheduler.yaml: Deployment has no hami-scheduler container")
+	for _, arg := range append(c.Command, c.Args...) {
+		if gates, ok := strings.CutPrefix(arg, "--feature-gates="); ok {
+			return gates, nil
+		}
+	}
+	return "", nil
+}
+
+// shippedSchedulerDeployment is the Deployment of manifests/scheduler.yaml.
+func shippedSchedulerDeployment() (*appsv1.Deployment, error) {
+	var deployment appsv1.Deployment
+	if err := shippedObject(manifests.SchedulerYAML, "manifests/scheduler.yaml", "Deployment", &deployment); err != nil {
+		return nil, err
+	}
+	return &deployment, nil
+}
+
+// schedulerContainer is the Deployment's hami-scheduler container.
+func schedulerContainer(deployment *appsv1.Deployment) (*corev1.Container, error) {
+	for i, c := range deployment.Spec.Template.Spec.Containers {
+		if c.Name == "hami-scheduler" {
+			return &deployment.Spec.Template.Spec.Containers[i], nil
+		}
+	}
+	return nil, fmt.Errorf("Deployment %s has no hami-scheduler container", deployment.Name)
 }
 
 var setFeatureGates = sync.OnceValue(func() error {

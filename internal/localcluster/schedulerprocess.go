@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,8 +36,7 @@ type SchedulerProcess struct {
 	Args []string
 
 	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
+	exited *processExit
 	out    *lockedBuffer
 	port   int
 }
@@ -66,8 +65,8 @@ type SchedulerProcessOptions struct {
 // has in-cluster credentials), and --secure-port is a free port (so that
 // processes on one machine do not collide). The namespace of its lease is
 // created. It returns once /readyz answers ok, which kube-scheduler gives
-// only after every informer synced, or with the process's output when it
-// exits first.
+// only after every informer synced (/healthz where /readyz is not served),
+// or with the process's output when it exits first.
 func (cp *ControlPlane) StartSchedulerProcess(ctx context.Context, binary string, opts SchedulerProcessOptions) (*SchedulerProcess, error) {
 	return cp.startSchedulerProcess(ctx, binary, opts, 3*time.Minute)
 }
@@ -75,8 +74,8 @@ func (cp *ControlPlane) StartSchedulerProcess(ctx context.Context, binary string
 func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string, opts SchedulerProcessOptions, readyLimit time.Duration) (*SchedulerProcess, error) {
 	dir := cp.tb.TempDir()
 	if opts.Deployment == nil {
-		opts.Deployment = new(appsv1.Deployment)
-		if err := shippedObject(manifests.SchedulerYAML, "manifests/scheduler.yaml", "Deployment", opts.Deployment); err != nil {
+		var err error
+		if opts.Deployment, err = shippedSchedulerDeployment(); err != nil {
 			return nil, err
 		}
 	}
@@ -101,7 +100,7 @@ func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string
 	if err != nil {
 		return nil, err
 	}
-	p := &SchedulerProcess{Args: append(args, "--secure-port="+strconv.Itoa(ports[0])), exited: make(chan struct{}), out: &lockedBuffer{}, port: ports[0]}
+	p := &SchedulerProcess{Args: append(args, "--secure-port="+strconv.Itoa(ports[0])), out: &lockedBuffer{}, port: ports[0]}
 	p.cmd = exec.Command(binary, p.Args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	var w io.Writer = p.out
@@ -109,13 +108,9 @@ func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string
 		w = io.MultiWriter(p.out, opts.Log)
 	}
 	p.cmd.Stdout, p.cmd.Stderr = w, w
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", binary, err)
+	if p.exited, err = startProcess(p.cmd); err != nil {
+		return nil, err
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.exited)
-	}()
 	if err := p.waitReady(ctx, readyLimit); err != nil {
 		p.Stop()
 		return nil, err
@@ -135,7 +130,7 @@ func (cp *ControlPlane) RunSchedulerProcess(ctx context.Context, binary string, 
 		return nil, p.Output(), fmt.Errorf("%s started and became ready", binary)
 	}
 	var exited *exitedError
-	if !asExited(err, &exited) {
+	if !errors.As(err, &exited) {
 		return nil, "", err
 	}
 	return exited.err, exited.output, nil
@@ -145,20 +140,7 @@ func (cp *ControlPlane) RunSchedulerProcess(ctx context.Context, binary string, 
 func (p *SchedulerProcess) Output() string { return p.out.String() }
 
 // Stop ends the process (SIGTERM, then SIGKILL after 20 s).
-func (p *SchedulerProcess) Stop() {
-	select {
-	case <-p.exited:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
-}
+func (p *SchedulerProcess) Stop() { stopProcess(p.cmd, p.exited) }
 
 // exitedError is a scheduler process that exited before it was ready.
 type exitedError struct {
@@ -170,14 +152,6 @@ func (e *exitedError) Error() string {
 	return fmt.Sprintf("hami-scheduler exited before it was ready (%v):\n%s", e.err, e.output)
 }
 
-func asExited(err error, target **exitedError) bool {
-	e, ok := err.(*exitedError)
-	if ok {
-		*target = e
-	}
-	return ok
-}
-
 // waitReady polls /readyz (where it is served) on the secure port until
 // it answers ok.
 func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) error {
@@ -186,15 +160,13 @@ func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) e
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback health probe
 	}}
 	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", p.port)
-	// kube-scheduler 1.30 serves no /readyz (its informers are synced
-	// before it serves at all): /healthz there.
+	// kube-scheduler 1.30 serves no /readyz: /healthz there, which does
+	// not wait for the informers (the tests then wait for their pods).
 	healthz := fmt.Sprintf("https://127.0.0.1:%d/healthz", p.port)
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-p.exited:
-			return false, &exitedError{err: p.err, output: p.Output()}
-		default:
+		if p.exited.exitedYet() {
+			return false, &exitedError{err: p.exited.err, output: p.Output()}
 		}
 		resp, err := client.Get(url)
 		if err != nil {
@@ -209,7 +181,8 @@ func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) e
 		}
 		return resp.StatusCode == http.StatusOK, nil
 	})
-	if _, ok := err.(*exitedError); ok {
+	var exited *exitedError
+	if errors.As(err, &exited) {
 		return err
 	}
 	if err != nil {
@@ -222,26 +195,24 @@ func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) e
 // the Deployment's hami-scheduler container, with paths under the
 // ConfigMap's mount point moved to dir.
 func schedulerCommand(deployment *appsv1.Deployment, dir string) (args, env []string, err error) {
-	for _, c := range deployment.Spec.Template.Spec.Containers {
-		if c.Name != "hami-scheduler" {
-			continue
-		}
-		all := append(append([]string(nil), c.Command...), c.Args...)
-		if len(all) == 0 {
-			return nil, nil, fmt.Errorf("Deployment %s: the hami-scheduler container has no command", deployment.Name)
-		}
-		for _, arg := range all[1:] {
-			args = append(args, strings.ReplaceAll(arg, shippedConfigDir+"/", dir+"/"))
-		}
-		for _, e := range c.Env {
-			if e.ValueFrom != nil {
-				return nil, nil, fmt.Errorf("Deployment %s: env %s comes from %v, which a process cannot read", deployment.Name, e.Name, e.ValueFrom)
-			}
-			env = append(env, e.Name+"="+e.Value)
-		}
-		return args, env, nil
+	c, err := schedulerContainer(deployment)
+	if err != nil {
+		return nil, nil, err
 	}
-	return nil, nil, fmt.Errorf("Deployment %s has no hami-scheduler container", deployment.Name)
+	all := append(append([]string(nil), c.Command...), c.Args...)
+	if len(all) == 0 {
+		return nil, nil, fmt.Errorf("Deployment %s: the hami-scheduler container has no command", deployment.Name)
+	}
+	for _, arg := range all[1:] {
+		args = append(args, strings.ReplaceAll(arg, shippedConfigDir+"/", dir+"/"))
+	}
+	for _, e := range c.Env {
+		if e.ValueFrom != nil {
+			return nil, nil, fmt.Errorf("Deployment %s: env %s comes from %v, which a process cannot read", deployment.Name, e.Name, e.ValueFrom)
+		}
+		env = append(env, e.Name+"="+e.Value)
+	}
+	return args, env, nil
 }
 
 // writeSchedulerConfig writes the KubeSchedulerConfiguration config to

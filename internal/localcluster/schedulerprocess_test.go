@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/hami-scheduler/hami-scheduler/manifests"
@@ -18,11 +17,11 @@ import (
 // the process's directory.
 func TestShippedSchedulerCommand(t *testing.T) {
 	dir := t.TempDir()
-	var deployment appsv1.Deployment
-	if err := shippedObject(manifests.SchedulerYAML, "manifests/scheduler.yaml", "Deployment", &deployment); err != nil {
+	deployment, err := shippedSchedulerDeployment()
+	if err != nil {
 		t.Fatal(err)
 	}
-	args, env, err := schedulerCommand(&deployment, dir)
+	args, env, err := schedulerCommand(deployment, dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,24 +66,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("hami-compat-%d.log", os.Getpid()))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer logFile.Close()
-	if err := localcluster.RedirectKlog(logFile, 2); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := runWithCluster(m, logFile)
-	if code != 0 || os.Getenv("E2E_KEEP_LOG") != "" {
-		fmt.Fprintf(os.Stderr, "control plane, node side and scheduler logs: %s\n", logPath)
-	} else {
-		_ = os.Remove(logPath)
-	}
-	return code
+	return localcluster.RunLogged("hami-compat", 2, "control plane, node side and scheduler logs", func(logFile *os.File) int {
+		return runWithCluster(m, logFile)
+	})
 }
 
 func runWithCluster(m *testing.M, logFile *os.File) int {

@@ -10,7 +10,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -30,25 +29,10 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("hami-e2e-%d.log", os.Getpid()))
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer logFile.Close()
 	verbosity, _ := strconv.Atoi(os.Getenv("E2E_VERBOSITY"))
-	if err := localcluster.RedirectKlog(logFile, max(verbosity, 2)); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	code := runWithCluster(m, logFile)
-	if code != 0 || os.Getenv("E2E_KEEP_LOG") != "" {
-		fmt.Fprintf(os.Stderr, "control plane and scheduler logs: %s\n", logPath)
-	} else {
-		_ = os.Remove(logPath)
-	}
-	return code
+	return localcluster.RunLogged("hami-e2e", max(verbosity, 2), "control plane and scheduler logs", func(logFile *os.File) int {
+		return runWithCluster(m, logFile)
+	})
 }
 
 func runWithCluster(m *testing.M, logFile *os.File) int {
