@@ -71,3 +71,32 @@ type SliceReader interface {
 type NodeLocker interface {
 	NodeLock() string
 }
+
+// ServeChecker is a vendor whose published device plugin cannot serve
+// every request HAMi's scheduler would place (see UnservableError).
+// Registry.ParsePod calls CheckServable for every pod, after the vendor's
+// ParsePod, which stays HAMi's reading of the request.
+type ServeChecker interface {
+	// CheckServable returns an *UnservableError for a pod the vendor's
+	// device plugin cannot serve, nil otherwise.
+	CheckServable(pod *corev1.Pod) error
+}
+
+// CountAdvertiser is a vendor that says whether its device plugin
+// registers the count resource on the node. Cambricon's registers only the
+// vcore and vmemory shares (and real-mlu-counts), never HAMi's
+// cambricon.com/vmlu, so NodeResourcesFit must ignore the count too. A
+// vendor without it advertises its count.
+type CountAdvertiser interface {
+	CountAdvertised() bool
+}
+
+// GrantClassifier is a vendor whose fit depends on the app classes of the
+// pods on a card (MetaX sGPU's metax-tech.com/sgpu-app-class). Its Fit sets
+// Grant.Class on the grants it returns; the usage cache sets GrantClass on
+// the grants it decodes from a pod's annotations, which do not carry it.
+// Usage.Online and Usage.Offline then count them.
+type GrantClassifier interface {
+	// GrantClass is the class of the pod's grants of this vendor.
+	GrantClass(pod *corev1.Pod) AppClass
+}

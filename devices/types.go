@@ -102,6 +102,12 @@ type Usage struct {
 	// reservations that cover it (ApplyReservations); a slice is free when
 	// its count is 0.
 	Slices [MaxSlices]uint8
+	// Online and Offline count the sharers whose grants are of class
+	// AppClassOnline and AppClassOffline (MetaX sGPU's app classes): HAMi
+	// appends a pod to a card's PodInfos once per grant it holds there, as
+	// it counts the card's users. Always 0 for vendors whose grants carry
+	// no class.
+	Online, Offline int32
 }
 
 // Add accounts one more grant on the card.
@@ -109,6 +115,12 @@ func (u *Usage) Add(g Grant) {
 	u.Sharers++
 	u.MemoryMiB += int64(g.MemoryMiB)
 	u.Cores += int64(g.Cores)
+	switch g.Class {
+	case AppClassOnline:
+		u.Online++
+	case AppClassOffline:
+		u.Offline++
+	}
 }
 
 // Sub removes one grant from the card, never going below zero.
@@ -116,6 +128,12 @@ func (u *Usage) Sub(g Grant) {
 	u.Sharers = max(u.Sharers-1, 0)
 	u.MemoryMiB = max(u.MemoryMiB-int64(g.MemoryMiB), 0)
 	u.Cores = max(u.Cores-int64(g.Cores), 0)
+	switch g.Class {
+	case AppClassOnline:
+		u.Online = max(u.Online-1, 0)
+	case AppClassOffline:
+		u.Offline = max(u.Offline-1, 0)
+	}
 }
 
 // plus adds another usage; minus removes it, never going below zero.
@@ -123,12 +141,16 @@ func (u *Usage) plus(o Usage) {
 	u.Sharers += o.Sharers
 	u.MemoryMiB += o.MemoryMiB
 	u.Cores += o.Cores
+	u.Online += o.Online
+	u.Offline += o.Offline
 }
 
 func (u *Usage) minus(o Usage) {
 	u.Sharers = max(u.Sharers-o.Sharers, 0)
 	u.MemoryMiB = max(u.MemoryMiB-o.MemoryMiB, 0)
 	u.Cores = max(u.Cores-o.Cores, 0)
+	u.Online = max(u.Online-o.Online, 0)
+	u.Offline = max(u.Offline-o.Offline, 0)
 }
 
 // Request is what one container asks of one vendor's cards.
@@ -168,6 +190,36 @@ type Grant struct {
 	// nil otherwise. Never modified once set. The assignment annotation
 	// does not carry it (see Reservations).
 	MIG *MIGSlice
+	// Class is the app class of the pod holding the grant, for vendors
+	// whose fit depends on the classes of the pods on a card (MetaX sGPU,
+	// see GrantClassifier); counted in Usage.Online and Usage.Offline. The
+	// assignment annotation does not carry it: the vendor's Fit sets it on
+	// the grants it returns and the usage cache on the grants it decodes.
+	Class AppClass
+}
+
+// AppClass is a grant's app class (MetaX sGPU's
+// metax-tech.com/sgpu-app-class); the zero value is none.
+type AppClass uint8
+
+const (
+	// AppClassNone is a grant of a pod without app class.
+	AppClassNone AppClass = iota
+	// AppClassOnline is a grant of an online (latency-sensitive) pod.
+	AppClassOnline
+	// AppClassOffline is a grant of an offline (batch) pod.
+	AppClassOffline
+)
+
+// WithClass returns a with every grant's Class set to class, in place (a
+// is returned for convenience).
+func (a Assignment) WithClass(class AppClass) Assignment {
+	for _, c := range a {
+		for i := range c {
+			c[i].Class = class
+		}
+	}
+	return a
 }
 
 // Assignment is the cards given to each container of a pod, init
@@ -191,7 +243,8 @@ func (a Assignment) Empty() bool {
 // init containers, which run one after another before the regular ones
 // (HAMi's collapsed accounting): per card, memory and cores count
 // max(largest init grant, sum of regular grants) and sharers
-// max(1 if an init container uses the card, number of regular grants).
+// max(1 if an init container uses the card, number of regular grants);
+// the app-class counters (Usage.Online, Usage.Offline) follow the sharers.
 // inits <= 0 sums every entry. Once every init container has terminated
 // with exit code 0, pass a.Regular(inits) and 0 to count the regular
 // containers alone. Adding and removing with the same arguments cancel out.
@@ -209,6 +262,12 @@ func ApplyGrants(cards []Card, used []Usage, a Assignment, inits int, add bool) 
 					initUses = true
 					peak.MemoryMiB = max(peak.MemoryMiB, int64(g.MemoryMiB))
 					peak.Cores = max(peak.Cores, int64(g.Cores))
+					switch g.Class {
+					case AppClassOnline:
+						peak.Online = 1
+					case AppClassOffline:
+						peak.Offline = 1
+					}
 				} else {
 					regular.Add(g)
 				}
@@ -221,6 +280,8 @@ func ApplyGrants(cards []Card, used []Usage, a Assignment, inits int, add bool) 
 			regular.Sharers = max(regular.Sharers, 1)
 			regular.MemoryMiB = max(regular.MemoryMiB, peak.MemoryMiB)
 			regular.Cores = max(regular.Cores, peak.Cores)
+			regular.Online = max(regular.Online, peak.Online)
+			regular.Offline = max(regular.Offline, peak.Offline)
 		}
 		if add {
 			used[i].plus(regular)

@@ -23,6 +23,17 @@ func TestUsageAddSub(t *testing.T) {
 			want:  Usage{Sharers: 1, MemoryMiB: 100, Cores: 5},
 		},
 		{
+			name: "app classes counted per grant",
+			add:  []Grant{{MemoryMiB: 10, Class: AppClassOnline}, {MemoryMiB: 10, Class: AppClassOnline}, {Cores: 60, Class: AppClassOffline}, {Cores: 5}},
+			want: Usage{Sharers: 4, MemoryMiB: 20, Cores: 65, Online: 2, Offline: 1},
+		},
+		{
+			name:  "app classes removed with their grants, never below zero",
+			start: Usage{Sharers: 3, Online: 1, Offline: 1},
+			sub:   []Grant{{Class: AppClassOnline}, {Class: AppClassOnline}, {}},
+			want:  Usage{Offline: 1},
+		},
+		{
 			name:  "sub never goes below zero",
 			start: Usage{Sharers: 1, MemoryMiB: 100, Cores: 5},
 			sub:   []Grant{{MemoryMiB: 1000, Cores: 10}, {MemoryMiB: 1, Cores: 1}},
@@ -164,6 +175,64 @@ func TestApplyGrants(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestApplyGrantsAppClasses: the class counters follow the sharers,
+// init containers collapsed included, and removing cancels adding.
+func TestApplyGrantsAppClasses(t *testing.T) {
+	on := func(id string) Grant { return Grant{UUID: id, MemoryMiB: 100, Class: AppClassOnline} }
+	off := func(id string) Grant { return Grant{UUID: id, Cores: 10, Class: AppClassOffline} }
+	cards := []Card{{UUID: "GPU-0"}, {UUID: "GPU-1"}}
+	for _, tt := range []struct {
+		name  string
+		a     Assignment
+		inits int
+		want  []Usage
+	}{
+		{"one online pod, two grants on a card", Assignment{{on("GPU-0")}, {on("GPU-0"), on("GPU-1")}}, 0,
+			[]Usage{{Sharers: 2, MemoryMiB: 200, Online: 2}, {Sharers: 1, MemoryMiB: 100, Online: 1}}},
+		{"offline pod", Assignment{{off("GPU-1")}}, 0, []Usage{{}, {Sharers: 1, Cores: 10, Offline: 1}}},
+		{"init container alone on a card counts once", Assignment{{on("GPU-0")}, {on("GPU-0")}, {on("GPU-1")}}, 2,
+			[]Usage{{Sharers: 1, MemoryMiB: 100, Online: 1}, {Sharers: 1, MemoryMiB: 100, Online: 1}}},
+		{"init and regular on one card: the regular count", Assignment{{off("GPU-0")}, {off("GPU-0")}, {off("GPU-0")}}, 1,
+			[]Usage{{Sharers: 2, Cores: 20, Offline: 2}, {}}},
+		{"no class", Assignment{{{UUID: "GPU-0"}}}, 0, []Usage{{Sharers: 1}, {}}},
+	} {
+		used := make([]Usage, 2)
+		ApplyGrants(cards, used, tt.a, tt.inits, true)
+		if used[0] != tt.want[0] || used[1] != tt.want[1] {
+			t.Errorf("%s: after add %+v, want %+v", tt.name, used, tt.want)
+		}
+		ApplyGrants(cards, used, tt.a, tt.inits, false)
+		if used[0] != (Usage{}) || used[1] != (Usage{}) {
+			t.Errorf("%s: after remove %+v", tt.name, used)
+		}
+	}
+}
+
+// TestAssignmentWithClass: WithClass stamps every grant, and the wire
+// format does not carry the class.
+func TestAssignmentWithClass(t *testing.T) {
+	a := Assignment{nil, {{UUID: "GPU-0", Vendor: "Metax-SGPU", MemoryMiB: 4096}}, {{UUID: "GPU-1", Vendor: "Metax-SGPU", MemoryMiB: 4096, Cores: 60}, {UUID: "GPU-2"}}}
+	before := EncodeAssignment(a)
+	a.WithClass(AppClassOffline)
+	a.Grants(func(g Grant) {
+		if g.Class != AppClassOffline {
+			t.Errorf("grant %s: class %d", g.UUID, g.Class)
+		}
+	})
+	if got := EncodeAssignment(a); got != before {
+		t.Errorf("EncodeAssignment() = %q, want %q", got, before)
+	}
+	decoded, err := DecodeAssignment(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoded.Grants(func(g Grant) {
+		if g.Class != AppClassNone {
+			t.Errorf("decoded grant %s has class %d", g.UUID, g.Class)
+		}
+	})
 }
 
 func TestApplyGrantsRemoveStopsAtZero(t *testing.T) {

@@ -212,6 +212,11 @@ func (r *Registry) ParsePod(pod *corev1.Pod) (reqs []PodRequest, any bool, err e
 	reqs = make([]PodRequest, len(r.vendors))
 	for i, v := range r.vendors {
 		req, err := v.ParsePod(pod)
+		if err == nil {
+			if sc, ok := v.(ServeChecker); ok {
+				err = sc.CheckServable(pod)
+			}
+		}
 		if err != nil {
 			return nil, false, fmt.Errorf("%s: %w", v.Name(), err)
 		}

@@ -65,9 +65,9 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 		return st
 	}
 	// One lock for the pod, however many vendors it asks (HAMi's vendors
-	// share hami.io/mutex.lock), and only when a regular container asks:
-	// HAMi's LockNode looks at spec.containers alone.
-	if regularAsks(p.registry.Vendors(), s.requests) {
+	// share hami.io/mutex.lock), init containers included (see
+	// sharedLockAsks).
+	if sharedLockAsks(p.registry.Vendors(), s.requests) {
 		if err := p.locker.Lock(ctx, nodeName, pod); err != nil {
 			preBindFailed(lockFailure(err))
 			err = fmt.Errorf("lock node %s: %w", nodeName, err)
@@ -85,24 +85,29 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	return nil
 }
 
-// regularAsks reports whether a regular (not init) container of the pod
-// asks for a device of a vendor that takes HAMi's node lock
+// sharedLockAsks reports whether a container of the pod, init containers
+// included, asks for a device of a vendor that takes HAMi's node lock
 // hami.io/mutex.lock: every vendor but those whose devices.NodeLocker names
 // another lock or none (Cambricon's device plugin releases its own
 // cambricon.com/dsmlu.lock, taken by takeVendorLocks, never
 // hami.io/mutex.lock). requests are index-aligned with vendors.
-func regularAsks(vendors []devices.Vendor, requests []devices.PodRequest) bool {
+//
+// HAMi's LockNode looks at spec.containers alone, so a pod whose devices
+// are all in init containers is bound without the lock, and the node's
+// plugin must find it among the node's pods: AMD's plugin then refuses it
+// ("lock is missing before CU allocation commit"), and the others may
+// take whichever pod another scheduler locked the node for meanwhile.
+// With the lock the plugin finds the pod as its holder (README,
+// Compatibility).
+func sharedLockAsks(vendors []devices.Vendor, requests []devices.PodRequest) bool {
 	for i := range requests {
 		if i < len(vendors) {
 			if nl, ok := vendors[i].(devices.NodeLocker); ok && nl.NodeLock() != devices.NodeLock {
 				continue
 			}
 		}
-		r := &requests[i]
-		for _, c := range r.Containers[min(max(r.Inits, 0), len(r.Containers)):] {
-			if !c.IsZero() {
-				return true
-			}
+		if !requests[i].IsZero() {
+			return true
 		}
 	}
 	return false
@@ -173,6 +178,7 @@ func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit,
 		devices.BindPhase:    devices.BindPhaseAllocating,
 		devices.BindTime:     unix,
 	}
+	record := map[string]string{}
 	for vi, v := range p.registry.Vendors() {
 		a := fit.assignments[vi]
 		if a.Empty() {
@@ -186,6 +192,14 @@ func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit,
 			annotations[toAllocate] = encoded
 		}
 		annotations[allocated] = encoded
+		record[allocated] = encoded
+	}
+	if len(record) > 0 {
+		value, err := devices.EncodeRecord(record)
+		if err != nil {
+			return nil, err
+		}
+		annotations[devices.AssignmentRecord] = value
 	}
 	for vi, v := range p.registry.Vendors() {
 		pa, ok := v.(devices.PodAnnotator)

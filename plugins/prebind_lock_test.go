@@ -8,10 +8,10 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/mthreads"
 )
 
-// TestRegularAsksNodeLocker: a vendor whose NodeLock is "" (HAMi takes no
-// lock for it) does not make the pod take hami.io/mutex.lock; a vendor
-// without devices.NodeLocker does.
-func TestRegularAsksNodeLocker(t *testing.T) {
+// TestSharedLockAsks: a vendor whose NodeLock is "" (HAMi takes no lock for
+// it) does not make the pod take hami.io/mutex.lock; a vendor without
+// devices.NodeLocker does, for init containers too.
+func TestSharedLockAsks(t *testing.T) {
 	mt, err := mthreads.New(devices.Config{Name: "mthreads"})
 	if err != nil {
 		t.Fatal(err)
@@ -22,13 +22,13 @@ func TestRegularAsksNodeLocker(t *testing.T) {
 	}
 	vendors := []devices.Vendor{mt, dcu}
 	asks := devices.PodRequest{Containers: []devices.Request{{Count: 1}}}
-	if regularAsks(vendors, []devices.PodRequest{asks, {}}) {
+	if sharedLockAsks(vendors, []devices.PodRequest{asks, {}}) {
 		t.Error("a Moore Threads pod takes the node lock")
 	}
-	if !regularAsks(vendors, []devices.PodRequest{asks, asks}) {
+	if !sharedLockAsks(vendors, []devices.PodRequest{asks, asks}) {
 		t.Error("a pod asking Hygon too does not take the node lock")
 	}
-	if regularAsks(vendors, []devices.PodRequest{{}, {Containers: []devices.Request{{Count: 1}, {}}, Inits: 1}}) {
-		t.Error("an init container alone takes the node lock")
+	if !sharedLockAsks(vendors, []devices.PodRequest{{}, {Containers: []devices.Request{{Count: 1}, {}}, Inits: 1}}) {
+		t.Error("an init container alone does not take the node lock")
 	}
 }

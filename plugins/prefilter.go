@@ -1,6 +1,8 @@
 package plugins
 
 import (
+	"errors"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -13,6 +15,9 @@ import (
 // Pods that ask for no managed device are skipped by this plugin.
 func (p *Plugin) preFilter(state fwk.CycleState, pod *corev1.Pod, nodes int) (*fwk.PreFilterResult, *fwk.Status) {
 	requests, asks, err := p.podRequests(pod)
+	if unservable, ok := errors.AsType[*devices.UnservableError](err); ok {
+		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "device request no device plugin can serve: "+unservable.Error())
+	}
 	if err != nil {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "invalid device request: "+err.Error())
 	}

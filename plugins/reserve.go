@@ -23,7 +23,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
-	if regularAsks(p.registry.Vendors(), s.requests) {
+	if sharedLockAsks(p.registry.Vendors(), s.requests) {
 		p.queues.add(pod.UID, nodeName)
 	}
 	klog.FromContext(ctx).V(4).Info("Devices assumed", "pod", klog.KObj(pod), "node", nodeName)

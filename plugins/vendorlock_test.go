@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
+	fwk "k8s.io/kube-scheduler/framework"
 
 	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -152,19 +153,20 @@ func TestPreBindTakesCambriconLock(t *testing.T) {
 	}
 }
 
-// TestCambriconLockOnlyForRegularContainers: as HAMi's LockNode, an MLU
-// asked by an init container alone takes no Cambricon lock.
-func TestCambriconLockOnlyForRegularContainers(t *testing.T) {
+// TestCambriconInitContainerRefused: an MLU asked by an init container is
+// never a candidate of Cambricon's plugin, so PreFilter keeps the pod
+// Pending with the plugin's reason, and no lock is taken.
+func TestCambriconInitContainerRefused(t *testing.T) {
 	pod := gpuPod("p", nil)
 	pod.Spec.InitContainers = []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Limits: mlu(1)}}}
 	h := newHarness(t, cambriconArgs(t), withMLUs(eightCardNode("n1")), pod)
-	state := h.schedule(pod, "n1")
-	if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); !st.IsSuccess() {
-		t.Fatalf("PreBind: %v", st)
+	_, st := h.preFilter(pod, h.nodeInfo("n1"))
+	if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "regular containers only") || !strings.Contains(st.Message(), cambricon.PluginVersion) {
+		t.Fatalf("PreFilter = %v, want UnschedulableAndUnresolvable naming the plugin", st)
 	}
 	got, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
 	if v, held := got.Annotations[cambricon.LockAnnotation]; held {
-		t.Errorf("init-only MLU pod took %s = %q", cambricon.LockAnnotation, v)
+		t.Errorf("refused MLU pod took %s = %q", cambricon.LockAnnotation, v)
 	}
 }
 

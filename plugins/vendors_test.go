@@ -287,9 +287,11 @@ func TestAscendPreBindWritesItsExtras(t *testing.T) {
 	}
 }
 
-// TestNoLockWhenOnlyInitContainersAsk is HAMi's LockNode: it looks at the
-// regular containers only.
-func TestNoLockWhenOnlyInitContainersAsk(t *testing.T) {
+// TestLockWhenOnlyInitContainersAsk: unlike HAMi's LockNode, which looks at
+// the regular containers only, a pod whose devices are all in init
+// containers takes the node lock, so that the node's plugin finds it as
+// the lock's holder (AMD's refuses it otherwise).
+func TestLockWhenOnlyInitContainersAsk(t *testing.T) {
 	pod := gpuPod("p", nil)
 	pod.Spec.InitContainers = []corev1.Container{{Name: "warmup", Resources: corev1.ResourceRequirements{Limits: dcu(1, 1000, 10)}}}
 	h := vendorsHarness(t, mixedNode("n1"), pod)
@@ -301,13 +303,13 @@ func TestNoLockWhenOnlyInitContainersAsk(t *testing.T) {
 	if a := got.Annotations[hygon.ToAllocateAnnotation]; a != "DCU-b,DCU,1000,10:;;" {
 		t.Errorf("assignment = %q", a)
 	}
-	if n := nodeLockPatches(h); n != 0 {
+	if n := nodeLockPatches(h); n != 1 {
 		for _, a := range h.client.Actions() {
 			if pa, ok := a.(k8stesting.PatchAction); ok {
 				t.Logf("%s %s", pa.GetResource().Resource, pa.GetPatch())
 			}
 		}
-		t.Errorf("%d node patches, want no lock", n)
+		t.Errorf("%d node patches, want the lock taken once", n)
 	}
 }
 

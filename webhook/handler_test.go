@@ -177,6 +177,13 @@ func TestHandleRules(t *testing.T) {
 			patch: []jsonpatch.Operation{setScheduler},
 		},
 		{
+			name:   "a shape the vendor's device plugin cannot serve is refused with the plugin's reason",
+			config: withVendor(t, devices.Config{Name: "cambricon"}),
+			pod: newPod(container("a", "cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "20", "cambricon.com/mlu.smlu.vcore", "10"),
+				container("b", "cambricon.com/vmlu", "1", "cambricon.com/mlu.smlu.vmemory", "20", "cambricon.com/mlu.smlu.vcore", "10")),
+			refusal: "containers a, b each ask for an MLU; the plugin serves one MLU container per pod (the node's device plugin, cambricon-k8s-device-plugin v2.0.23, cannot serve it)",
+		},
+		{
 			name:    "privileged container asking for a device is refused",
 			pod:     newPod(limits("nvidia.com/gpu", "1"), privilegedLast()),
 			refusal: `container main is privileged; a privileged container sees every device on the node and escapes the sharing limits, so a pod that asks for shared NVIDIA devices`,

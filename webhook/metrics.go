@@ -19,6 +19,9 @@ const (
 	resultPrivileged = "refused_privileged"
 	resultNodeName   = "refused_node_name"
 	resultQuota      = "refused_quota"
+	// resultUnservable: a request the vendor's device plugin cannot serve
+	// (devices.UnservableError).
+	resultUnservable = "refused_unservable"
 	// resultBadRequest: the review was not a pod CREATE that decodes.
 	resultBadRequest = "bad_request"
 	// resultError: the webhook could not decide (quota unreadable).

@@ -2,8 +2,10 @@ package webhook
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,6 +52,25 @@ func TestAdmissionsMetric(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestUnservableCounted: a refusal for a shape the vendor's device plugin
+// cannot serve counts as refused_unservable.
+func TestUnservableCounted(t *testing.T) {
+	cfg := testConfig(t)
+	withVendor(t, devices.Config{Name: "cambricon"})(&cfg)
+	h, err := NewHandler(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := testutil.ToFloat64(admissionsTotal.WithLabelValues(resultUnservable))
+	resp := h.Handle(context.Background(), createRequest(t, newPod(limits("cambricon.com/vmlu", "1"))))
+	if resp.Allowed || !strings.Contains(resp.Result.Message, "must set both") {
+		t.Fatalf("response %+v, want a refusal naming the missing resources", resp.Result)
+	}
+	if got := testutil.ToFloat64(admissionsTotal.WithLabelValues(resultUnservable)); got != before+1 {
+		t.Errorf("%s = %v, want %v", resultUnservable, got, before+1)
 	}
 }
 

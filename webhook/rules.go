@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -107,6 +108,9 @@ func (c Config) mutatePod(pod *corev1.Pod) mutation {
 	}
 	pod.Spec.SchedulerName = c.SchedulerName
 	reqs, _, err := c.Registry.ParsePod(pod)
+	if unservable, ok := errors.AsType[*devices.UnservableError](err); ok {
+		return mutation{rule: resultUnservable, refusal: unservable.Error()}
+	}
 	if err != nil {
 		return mutation{rule: resultInvalid, refusal: fmt.Sprintf("the pod's device request cannot be read (%v); fix the named resource or annotation", err)}
 	}

@@ -76,8 +76,11 @@ var _ devices.NodeLocker = &Vendor{}
 func (v *Vendor) NodeLock() string { return devices.NodeLock }
 
 // Inventory implements devices.Vendor: the JSON register annotation (the
-// legacy form is read too), cards whose type contains Biren, devcore forced
-// to 100 (HAMi: only for the card score).
+// legacy form is read too), devcore forced to 100 (HAMi: only for the card
+// score). Every card of the register is Biren's, whatever its type: since
+// 2026-05 Biren's plugin registers the driver's GPU name (e.g. BR104) in
+// runc mode, where HAMi keeps only types containing "Biren" and so offers
+// no card on such a node (README, Compatibility).
 func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	raw, ok := node.Annotations[RegisterAnnotation]
 	if !ok {
@@ -86,9 +89,6 @@ func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	cards, err := devices.DecodeInventory(raw)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", RegisterAnnotation, err)
-	}
-	if cards = devices.KeepModel(cards, VendorWord); len(cards) == 0 {
-		return nil, fmt.Errorf("%s: no card type contains %s", RegisterAnnotation, VendorWord)
 	}
 	for i := range cards {
 		cards[i].Cores = 100

@@ -60,7 +60,13 @@ func TestInventory(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(cards, want) {
 		t.Fatalf("%+v, %v", cards, err)
 	}
-	for _, tc := range []struct{ name, register string }{{"colon", ":"}, {"empty", ""}, {"not Biren", `[{"id":"x","count":1,"type":"GPU","health":true}]`}} {
+	// Biren's plugin (runc mode, since 2026-05) registers the driver's GPU
+	// name: such cards are Biren's too, where HAMi keeps none.
+	cards, err = v.Inventory(node(`[{"id":"card_0","count":1,"devmem":32768,"type":"BR104","health":true}]`, gpu))
+	if err != nil || len(cards) != 1 || cards[0].UUID != "card_0" || cards[0].Model != "BR104" {
+		t.Fatalf("driver GPU name: %+v, %v", cards, err)
+	}
+	for _, tc := range []struct{ name, register string }{{"colon", ":"}, {"empty", ""}} {
 		if cards, err := v.Inventory(node(tc.register, gpu)); cards != nil || err == nil {
 			t.Errorf("%s: %+v, %v", tc.name, cards, err)
 		}

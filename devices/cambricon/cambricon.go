@@ -214,7 +214,8 @@ func (v *Vendor) parseContainer(c *corev1.Container) (devices.Request, error) {
 }
 
 // AssignmentExtras implements devices.PodAnnotator: HAMi's
-// CAMBRICON_DSMLU_ASSIGNED "false" and CAMBRICON_DSMLU_PROFILE from the
+// CAMBRICON_DSMLU_ASSIGNED "false", the same flag as Cambricon's plugin
+// spells it (PluginAssignedAnnotation), and CAMBRICON_DSMLU_PROFILE from the
 // first card of the first container that got one. The card index is the
 // number ending the card id, as HAMi synthesised it.
 func (v *Vendor) AssignmentExtras(_ *corev1.Pod, a devices.Assignment, _ time.Time) (map[string]string, error) {
@@ -228,8 +229,9 @@ func (v *Vendor) AssignmentExtras(_ *corev1.Pod, a devices.Assignment, _ time.Ti
 			return nil, err
 		}
 		return map[string]string{
-			AssignedAnnotation: "false",
-			ProfileAnnotation:  strconv.Itoa(idx) + "_" + strconv.Itoa(int(g.Cores)) + "_" + strconv.Itoa(int(g.MemoryMiB/MemoryUnitMiB)),
+			AssignedAnnotation:       "false",
+			PluginAssignedAnnotation: "false",
+			ProfileAnnotation:        strconv.Itoa(idx) + "_" + strconv.Itoa(int(g.Cores)) + "_" + strconv.Itoa(int(g.MemoryMiB/MemoryUnitMiB)),
 		}, nil
 	}
 	return nil, nil

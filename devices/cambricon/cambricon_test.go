@@ -1,6 +1,7 @@
 package cambricon
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
@@ -337,8 +338,8 @@ func TestFit(t *testing.T) {
 	}
 }
 
-// TestAssignmentGolden: a pod gets exactly the annotations Cambricon's
-// device plugin reads.
+// TestAssignmentGolden: a pod gets exactly HAMi's annotations, plus the
+// assigned flag as Cambricon's device plugin spells it.
 func TestAssignmentGolden(t *testing.T) {
 	v := mustNew(t)
 	// HAMi's Test_PatchAnnotations rows: the profile comes from the first
@@ -348,7 +349,7 @@ func TestAssignmentGolden(t *testing.T) {
 		{nil, {{UUID: "device-0", Vendor: "MLU", MemoryMiB: 256000, Cores: 1}}},
 	} {
 		got, err := v.AssignmentExtras(nil, a, time.Unix(0, 0))
-		want := map[string]string{"CAMBRICON_DSMLU_ASSIGNED": "false", "CAMBRICON_DSMLU_PROFILE": "0_1_1000"}
+		want := map[string]string{"CAMBRICON_DSMLU_ASSIGNED": "false", "CAMBRICON_DSMLU_ASSIGHED": "false", "CAMBRICON_DSMLU_PROFILE": "0_1_1000"}
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("AssignmentExtras(%v) = %v, %v; want %v", a, got, err, want)
 		}
@@ -391,6 +392,7 @@ func TestAssignmentGolden(t *testing.T) {
 		"hami.io/cambricon-mlu-devices-to-allocate": ";node1-cambricon-mlu-0,MLU,5120,10:;",
 		"hami.io/cambricon-mlu-devices-allocated":   ";node1-cambricon-mlu-0,MLU,5120,10:;",
 		"CAMBRICON_DSMLU_ASSIGNED":                  "false",
+		"CAMBRICON_DSMLU_ASSIGHED":                  "false",
 		"CAMBRICON_DSMLU_PROFILE":                   "0_10_20",
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -500,4 +502,52 @@ func parseSmall(s string) (resource.Quantity, error) {
 		return resource.Quantity{}, fmt.Errorf("not a small quantity: %q", s)
 	}
 	return resource.ParseQuantity(s)
+}
+
+// TestCheckServable: the MLU shapes Cambricon's plugin (v2.0.23,
+// dynamic-smlu) cannot serve are refused with the reason; the one it
+// serves passes.
+func TestCheckServable(t *testing.T) {
+	v := mustNew(t)
+	mlu := func(name string, kv ...string) corev1.Container { return limits(name, kv...) }
+	full := []string{DefaultCountName, "1", DefaultMemoryName, "20", DefaultCoresName, "10"}
+	initPod := func(init corev1.Container, regular ...corev1.Container) *corev1.Pod {
+		p := pod(nil, regular...)
+		p.Spec.InitContainers = []corev1.Container{init}
+		return p
+	}
+	tests := []struct {
+		name    string
+		pod     *corev1.Pod
+		wantErr string
+	}{
+		{name: "one container with count, vcore and vmemory", pod: pod(nil, mlu("sidecar"), mlu("main", full...))},
+		{name: "no MLU", pod: pod(nil, mlu("main", "cpu", "1"))},
+		{name: "two MLU containers", pod: pod(nil, mlu("a", full...), mlu("b", full...)), wantErr: "containers a, b each ask for an MLU"},
+		{name: "init container", pod: initPod(mlu("init", full...), mlu("main")), wantErr: "init container init asks for an MLU"},
+		{name: "init container asking vcore only", pod: initPod(mlu("init", DefaultCoresName, "10"), mlu("main")), wantErr: "init container init"},
+		{name: "two MLUs", pod: pod(nil, mlu("main", DefaultCountName, "2", DefaultMemoryName, "20", DefaultCoresName, "10")), wantErr: "serves one MLU per pod"},
+		{name: "count alone", pod: pod(nil, mlu("main", DefaultCountName, "1")), wantErr: "must set both"},
+		{name: "vcore only", pod: pod(nil, mlu("main", DefaultCountName, "1", DefaultCoresName, "10")), wantErr: "must set both"},
+		{name: "vmemory only", pod: pod(nil, mlu("main", DefaultCountName, "1", DefaultMemoryName, "10")), wantErr: "must set both"},
+		{name: "shares without count", pod: pod(nil, mlu("main", DefaultMemoryName, "10", DefaultCoresName, "10")), wantErr: "without cambricon.com/vmlu"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := v.CheckServable(tt.pod)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("CheckServable() = %v, want nil", err)
+				}
+				return
+			}
+			var unservable *devices.UnservableError
+			if !errors.As(err, &unservable) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("CheckServable() = %v, want an UnservableError containing %q", err, tt.wantErr)
+			}
+			if unservable.Plugin != PluginVersion {
+				t.Errorf("Plugin = %q, want %q", unservable.Plugin, PluginVersion)
+			}
+		})
+	}
 }

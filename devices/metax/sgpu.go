@@ -66,13 +66,37 @@ type SGPUConfig struct {
 	TopologyAware bool
 }
 
-// qosMismatch marks, in Fit's copy of the cards, a used card whose QoS
-// policy refuses the pod; it is contained in no pod's mode.
-const qosMismatch = "\x00"
+// sharingRefused marks, in Fit's copy of the cards, a used card whose app
+// class or QoS policy refuses the pod; it is contained in no pod's mode.
+const sharingRefused = "\x00"
 
-// podQoSPrefix starts the Preferences.Mode of an sGPU pod, followed by its
-// QoS policy (possibly empty).
-const podQoSPrefix = "qos="
+// The parts of an sGPU pod's Preferences.Mode (podMode).
+const (
+	podClassPrefix = "class="
+	podQoSPrefix   = "qos="
+)
+
+// podMode is the Preferences.Mode of an sGPU pod: "qos=<policy>" (the
+// policy possibly empty), after "class=<app class> " for an online or
+// offline pod.
+func podMode(class, qos string) string {
+	if class == "" {
+		return podQoSPrefix + qos
+	}
+	return podClassPrefix + class + " " + podQoSPrefix + qos
+}
+
+// parseMode splits a podMode into the app class and the QoS policy.
+func parseMode(mode string) (class, qos string) {
+	for _, c := range [...]string{Online, Offline} {
+		if rest, ok := strings.CutPrefix(mode, podClassPrefix+c+" "); ok {
+			qos, _ = strings.CutPrefix(rest, podQoSPrefix)
+			return c, qos
+		}
+	}
+	qos, _ = strings.CutPrefix(mode, podQoSPrefix)
+	return "", qos
+}
 
 // SGPUVendor implements devices.Vendor for MetaX sGPUs.
 type SGPUVendor struct {
@@ -90,6 +114,9 @@ var (
 	_ devices.PodAnnotator = &SGPUVendor{}
 	_ devices.PodDefaulter = &SGPUVendor{}
 	_ devices.MemoryScaler = &SGPUVendor{}
+
+	_ devices.GrantClassifier     = &SGPUVendor{}
+	_ devices.PolicyNeutralScorer = &SGPUVendor{}
 )
 
 // NewSGPU returns the sGPU vendor configured by the SGPUConfig in
@@ -214,9 +241,13 @@ func limitsOnly(c *corev1.Container) *corev1.Container {
 	return &corev1.Container{Name: c.Name, Resources: corev1.ResourceRequirements{Limits: c.Resources.Limits}}
 }
 
-// ParsePod implements devices.Vendor. App-class pods
-// (metax-tech.com/sgpu-app-class) are refused: their fit needs the app
-// class of every pod on a card, which devices.Usage does not carry.
+// ParsePod implements devices.Vendor. The pod's app class
+// (metax-tech.com/sgpu-app-class) and QoS policy travel in
+// Preferences.Mode (podMode). An app class other than online or offline is
+// an error, as in HAMi's webhook (HAMi's scheduler would treat such a pod
+// as one without app class, minus the MetaLink choice). The count of an
+// app-class container is not checked: HAMi's webhook asks 1 (DefaultInPod),
+// its scheduler does not.
 func (v *SGPUVendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	req, asked, err := devices.ParseContainers(pod, func(c *corev1.Container) (devices.Request, error) {
 		return v.parseContainer(limitsOnly(c))
@@ -225,13 +256,14 @@ func (v *SGPUVendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 		return devices.PodRequest{}, err
 	}
 	a := pod.Annotations
-	if class, ok := a[AppClassAnnotation]; ok {
-		return devices.PodRequest{}, fmt.Errorf("annotation %s=%q: app-class sGPU pods are not supported by this scheduler yet", AppClassAnnotation, class)
+	class, ok := a[AppClassAnnotation]
+	if ok && class != Online && class != Offline {
+		return devices.PodRequest{}, fmt.Errorf("annotation %s=%q: must be one of %s, %s", AppClassAnnotation, class, Online, Offline)
 	}
 	req.Preferences = devices.Preferences{
 		UseUUIDs:   devices.SplitList(a[SGPUUseUUIDAnnotation]),
 		AvoidUUIDs: devices.SplitList(a[SGPUAvoidUUIDAnnotation]),
-		Mode:       podQoSPrefix + a[QoSPolicyAnnotation],
+		Mode:       podMode(class, a[QoSPolicyAnnotation]),
 	}
 	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
 		return devices.PodRequest{}, err
@@ -282,28 +314,63 @@ func (v *SGPUVendor) parseContainer(c *corev1.Container) (devices.Request, error
 	return r, nil
 }
 
-// Fit implements devices.Vendor, HAMi's sGPU fit for pods without app
-// class: the standard per-card checks plus QoS (a used card takes a pod
-// only when its pending or registered QoS policy is empty or the pod's),
-// and for exclusive containers (100 cores) HAMi's MetaLink choice among
-// the cards that pass.
+// Fit implements devices.Vendor: HAMi's sGPU fit (sdevice.go Fit). The
+// app classes of the pods on each card are used[i].Online and Offline
+// (grants stamped by this Fit and by the usage cache, see GrantClass). Per
+// card, after health and type: the app class rule (appClassFits), then
+// for pods that are not online the QoS rule (a used card takes the pod
+// only when its pending or registered policy is empty or the pod's), then
+// the uuid, shares, mutex and memory rules, and for pods that are not
+// online the core rules. Among the cards that pass: online pods take the
+// least busy (pickOnline), offline pods the first walked, exclusive
+// containers (100 cores) without app class HAMi's MetaLink choice
+// (pickExclusive). The grants returned carry the pod's class.
 func (v *SGPUVendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRequest) (devices.Assignment, *devices.Rejection) {
-	podQoS, _ := strings.CutPrefix(req.Preferences.Mode, podQoSPrefix)
+	class, qos := parseMode(req.Preferences.Mode)
+	view := v.cardView(cards, used, class, qos)
+	a, rej := devices.FitPodWith(SGPUWord, view, used, req, fitOptions(class, used, &req.Preferences))
+	if rej != nil {
+		return nil, rej
+	}
+	return a.WithClass(grantClass(class)), nil
+}
+
+// cardView is Fit's copy of the cards: Mode is sharingRefused on the used
+// cards whose app class (appClassFits) or QoS policy refuses the pod, as
+// HAMi's checkAppClass and checkDeviceQos do (online pods skip the QoS
+// rule), and empty on the others.
+func (v *SGPUVendor) cardView(cards []devices.Card, used []devices.Usage, class, podQoS string) []devices.Card {
 	view := append(make([]devices.Card, 0, len(cards)), cards...)
 	v.mu.Lock()
+	defer v.mu.Unlock()
 	for i := range view {
 		qos := view[i].Mode
 		if p, ok := v.pending[view[i].UUID]; ok {
 			qos = p
 		}
 		view[i].Mode = ""
-		if used[i].Sharers > 0 && qos != "" && qos != podQoS {
-			view[i].Mode = qosMismatch
+		if used[i].Sharers == 0 {
+			continue
+		}
+		qosRefuses := class != Online && qos != "" && qos != podQoS
+		if qosRefuses || !appClassFits(class, used[i]) {
+			view[i].Mode = sharingRefused
 		}
 	}
-	v.mu.Unlock()
-	a, rej := devices.FitPodWith(SGPUWord, view, used, req, devices.FitOptions{Pick: pickExclusive, PickAll: true})
-	return a, rej
+	return view
+}
+
+// fitOptions are the per-class rules: online pods skip the core rules and
+// take the least busy cards, offline pods take the first cards walked,
+// pods without app class get HAMi's MetaLink choice when exclusive.
+func fitOptions(class string, used []devices.Usage, p *devices.Preferences) devices.FitOptions {
+	switch class {
+	case Online:
+		return devices.FitOptions{Check: appClassCheck(true, p), Pick: pickOnline(used), PickAll: true}
+	case Offline:
+		return devices.FitOptions{Check: appClassCheck(false, p)}
+	}
+	return devices.FitOptions{Pick: pickExclusive, PickAll: true}
 }
 
 // pickExclusive is HAMi's prioritizeExclusiveDevices for exclusive
@@ -373,9 +440,11 @@ type sgpuAllocation struct {
 
 // AssignmentExtras implements devices.PodAnnotator: HAMi's
 // metax-tech.com/gpu-devices-allocated (JSON, one list per container, empty
-// lists included) and metax-tech.com/predicate-time (unix nanoseconds). It
-// also records the QoS policy each card will take (the pod's, or none for
-// an exclusive container) until the register annotation reports it.
+// lists included; an online grant's 0 compute is left out, as HAMi's
+// omitempty does) and metax-tech.com/predicate-time (unix nanoseconds). For
+// a pod that is not online it also records the QoS policy each card will
+// take (the pod's, or none for an exclusive container) until the register
+// annotation reports it (HAMi's PatchAnnotations, addJitteryQos).
 func (v *SGPUVendor) AssignmentExtras(pod *corev1.Pod, a devices.Assignment, now time.Time) (map[string]string, error) {
 	out := make([][]sgpuAllocation, len(a))
 	for i, ctr := range a {
@@ -392,6 +461,13 @@ func (v *SGPUVendor) AssignmentExtras(pod *corev1.Pod, a devices.Assignment, now
 	if pod != nil {
 		qos = pod.Annotations[QoSPolicyAnnotation]
 	}
+	extras := map[string]string{
+		DevicesAllocatedAnnotation: string(data),
+		PredicateTimeAnnotation:    strconv.FormatInt(now.UnixNano(), 10),
+	}
+	if PodAppClass(pod) == Online {
+		return extras, nil
+	}
 	v.mu.Lock()
 	a.Grants(func(g devices.Grant) {
 		want := qos
@@ -401,21 +477,29 @@ func (v *SGPUVendor) AssignmentExtras(pod *corev1.Pod, a devices.Assignment, now
 		v.pending[g.UUID] = want
 	})
 	v.mu.Unlock()
-	return map[string]string{
-		DevicesAllocatedAnnotation: string(data),
-		PredicateTimeAnnotation:    strconv.FormatInt(now.UnixNano(), 10),
-	}, nil
+	return extras, nil
 }
 
-// ScorePlacement is HAMi's sGPU node score (policy neutral, higher is
-// better) for pods without app class: when the pod has an exclusive card
-// (100 cores) and topology awareness is on (sgpuTopologyAware, overridden
-// by the pod's metax-tech.com/sgpu-topology-aware), 10A - (F - A - R),
-// where F, A and R are the MetaLink pair scores of the cards free before
-// the pod, the exclusive cards chosen, and the free cards left; else 0.
+// ScorePlacement implements devices.PolicyNeutralScorer: HAMi's sGPU
+// node score (sdevice.go ScoreNode; policy neutral, higher is better) of
+// the assignment a: for an online pod scoreOnline from the app classes of
+// the pods on the cards (used[i].Online and Offline); else scoreExclusive.
 // HAMi multiplies it by 10000, and by -10000 under node spread. used is
-// the usage before the pod. It implements devices.PolicyNeutralScorer.
+// the usage before the pod.
 func (v *SGPUVendor) ScorePlacement(pod *corev1.Pod, cards []devices.Card, used []devices.Usage, a devices.Assignment) float64 {
+	if PodAppClass(pod) == Online {
+		return float64(scoreOnline(cards, used, a))
+	}
+	return v.scoreExclusive(pod, cards, used, a)
+}
+
+// scoreExclusive is HAMi's scoreExclusiveDevices: when the pod has an
+// exclusive card (100 cores; offline pods included) and topology awareness
+// is on (sgpuTopologyAware, overridden by the pod's
+// metax-tech.com/sgpu-topology-aware), 10A - (F - A - R), where F, A and R
+// are the MetaLink pair scores of the cards free before the pod, the
+// exclusive cards chosen, and the free cards left; else 0.
+func (v *SGPUVendor) scoreExclusive(pod *corev1.Pod, cards []devices.Card, used []devices.Usage, a devices.Assignment) float64 {
 	var chosen []int // card indexes of exclusive grants
 	a.Grants(func(g devices.Grant) {
 		if g.Cores != 100 {

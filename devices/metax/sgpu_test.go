@@ -97,7 +97,10 @@ func TestSGPUParsePod(t *testing.T) {
 			want: []devices.Request{{Count: 1, MemoryPercent: 100, Cores: 100}}},
 		{name: "requests are not read", pod: pod(nil, corev1.Container{Name: "m", Resources: corev1.ResourceRequirements{Requests: res("metax-tech.com/sgpu", "1")}})},
 		{name: "vcore above 100", pod: pod(nil, limits("m", "metax-tech.com/sgpu", "1", "metax-tech.com/vcore", "101")), wantErr: "above 100"},
-		{name: "app class refused", pod: pod(map[string]string{AppClassAnnotation: "online"}, limits("m", "metax-tech.com/sgpu", "1")), wantErr: "app-class"},
+		{name: "app class online", pod: pod(map[string]string{AppClassAnnotation: Online}, limits("m", "metax-tech.com/sgpu", "1", "metax-tech.com/vmemory", "4")),
+			want: []devices.Request{{Count: 1, MemoryMiB: 4096, Cores: 100}}},
+		{name: "app class other than online or offline", pod: pod(map[string]string{AppClassAnnotation: "batch"}, limits("m", "metax-tech.com/sgpu", "1")), wantErr: "must be one of online, offline"},
+		{name: "empty app class", pod: pod(map[string]string{AppClassAnnotation: ""}, limits("m", "metax-tech.com/sgpu", "1")), wantErr: "must be one of"},
 		{name: "huge GiB", pod: pod(nil, limits("m", "metax-tech.com/sgpu", "1", "metax-tech.com/vmemory", "2097153")), wantErr: "MiB"},
 	}
 	for _, tt := range tests {
@@ -117,6 +120,22 @@ func TestSGPUParsePod(t *testing.T) {
 	got, _ := v.ParsePod(pod(map[string]string{QoSPolicyAnnotation: FixedShare, SGPUUseUUIDAnnotation: "GPU-1", SGPUAvoidUUIDAnnotation: "GPU-2"}, limits("m", "metax-tech.com/sgpu", "1")))
 	if want := (devices.Preferences{UseUUIDs: []string{"GPU-1"}, AvoidUUIDs: []string{"GPU-2"}, Mode: "qos=fixed-share"}); !reflect.DeepEqual(got.Preferences, want) {
 		t.Errorf("Preferences = %+v, want %+v", got.Preferences, want)
+	}
+	for _, tt := range []struct {
+		ann        map[string]string
+		mode       string
+		class, qos string
+	}{
+		{nil, "qos=", "", ""},
+		{map[string]string{AppClassAnnotation: Online}, "class=online qos=", Online, ""},
+		{map[string]string{AppClassAnnotation: Offline, QoSPolicyAnnotation: BestEffort}, "class=offline qos=best-effort", Offline, BestEffort},
+		{map[string]string{QoSPolicyAnnotation: "class=online qos=x"}, "qos=class=online qos=x", "", "class=online qos=x"},
+	} {
+		got, err := v.ParsePod(pod(tt.ann, limits("m", "metax-tech.com/sgpu", "1")))
+		class, qos := parseMode(got.Preferences.Mode)
+		if err != nil || got.Preferences.Mode != tt.mode || class != tt.class || qos != tt.qos {
+			t.Errorf("%v: Mode %q (%q, %q), %v; want %q", tt.ann, got.Preferences.Mode, class, qos, err, tt.mode)
+		}
 	}
 }
 

@@ -108,9 +108,14 @@ func (rd *reader) readPod(vendors []devices.Vendor, p *corev1.Pod) {
 // reporting those that cannot be decoded.
 func (rd *reader) assignments(vendors []devices.Vendor, p *corev1.Pod) map[string]devices.Assignment {
 	held := map[string]devices.Assignment{}
+	values, err := devices.ReadAllocated(p.Annotations)
+	if err != nil {
+		rd.r.podProblem(p, err.Error())
+		return held
+	}
 	for _, v := range vendors {
 		_, key := v.AssignmentAnnotations()
-		raw, ok := p.Annotations[key]
+		raw, ok := values.Value(key)
 		if !ok {
 			continue
 		}
@@ -120,6 +125,10 @@ func (rd *reader) assignments(vendors []devices.Vendor, p *corev1.Pod) map[strin
 			continue
 		}
 		if !a.Empty() {
+			if gc, ok := v.(devices.GrantClassifier); ok {
+				// The pod's class, as the scheduler's cache counts it.
+				a.WithClass(gc.GrantClass(p))
+			}
 			held[v.Name()] = a
 		}
 	}

@@ -90,6 +90,9 @@ func WriteTable(w io.Writer, vendors []devices.Vendor, r Report, pods []corev1.P
 // vendors (their count resource) or the pod already holds some (carries
 // their allocated annotation).
 func asksForCards(vendors []devices.Vendor, p *corev1.Pod) bool {
+	if _, ok := p.Annotations[devices.AssignmentRecord]; ok {
+		return true
+	}
 	for _, v := range vendors {
 		_, allocated := v.AssignmentAnnotations()
 		if _, ok := p.Annotations[allocated]; ok {

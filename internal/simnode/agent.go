@@ -3,7 +3,6 @@ package simnode
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -245,6 +244,7 @@ func (a *Agent) newSimNode(name string) (*simNode, error) {
 		dp: &devicePlugin{
 			node:       name,
 			client:     dpClient,
+			nodes:      a.nodes,
 			failing:    a.isFailing,
 			mismatched: &a.mismatched,
 			released:   a.handOvers.released,
@@ -265,7 +265,7 @@ func (a *Agent) nodeFor(name string) (*simNode, error) {
 		// One pair of clients for all, one device plugin per node (its
 		// Allocate is serialised per node).
 		n = &simNode{name: name, kubelet: a.shared.kubelet, dp: &devicePlugin{
-			node: name, client: a.shared.dp.client, failing: a.isFailing, mismatched: &a.mismatched,
+			node: name, client: a.shared.dp.client, nodes: a.nodes, failing: a.isFailing, mismatched: &a.mismatched,
 			released: a.handOvers.released,
 		}}
 	} else {
@@ -344,6 +344,7 @@ func (a *Agent) Start(ctx context.Context) error {
 				delete(a.admitted, pod.UID)
 				delete(a.allocated, pod.UID)
 				a.mu.Unlock()
+				a.podDeleted(pod)
 			}
 		},
 	}); err != nil {
@@ -394,6 +395,24 @@ func (a *Agent) Start(ctx context.Context) error {
 		})
 	}
 	return nil
+}
+
+// podDeleted runs what a node's device plugins do when one of its pods is
+// deleted: Cambricon's gives back the lock of a pod it never served.
+func (a *Agent) podDeleted(pod *corev1.Pod) {
+	a.mu.Lock()
+	n := a.simNodes[pod.Spec.NodeName]
+	a.mu.Unlock()
+	if n == nil || a.ctx.Err() != nil {
+		return
+	}
+	a.done.Go(func() {
+		n.dp.applyMu.Lock()
+		defer n.dp.applyMu.Unlock()
+		if err := cambriconPodDeleted(a.ctx, n.dp, pod); err != nil {
+			klog.FromContext(a.ctx).V(2).Info("Simulated Cambricon plugin cannot give back its node lock", "node", n.name, "pod", klog.KObj(pod), "err", err)
+		}
+	})
 }
 
 // Stop ends the agent and waits for its goroutines.
@@ -545,87 +564,20 @@ func (a *Agent) admit(ctx context.Context, node *simNode, pod *corev1.Pod) error
 }
 
 // allocateAll is the kubelet asking the device plugins for each
-// container's cards, init containers first, and within a container each
-// vendor's plugin in resource-name order. Pods that were not handed to
-// HAMi need nothing from them.
+// container's devices (kubeletCalls): init containers first, and within a
+// container one call per registered resource it asks. Pods that were not
+// handed to HAMi need nothing from them.
 func (a *Agent) allocateAll(ctx context.Context, node *simNode, pod *corev1.Pod) error {
 	if _, handed := pod.Annotations[devices.BindPhase]; !handed {
 		return nil
 	}
 	a.handOvers.allocating(node.dp.node, pod.Namespace, pod.Name, time.Now())
-	for i, c := range devices.Containers(pod) {
-		for _, r := range containerPlugins(c) {
-			if err := node.dp.Allocate(ctx, pod, r.plugin, i, r.want); err != nil {
-				a.failed.Add(1)
-				return err
-			}
+	for _, kc := range kubeletCalls(pod) {
+		if err := node.dp.Allocate(ctx, kc.plugin, kc.call); err != nil {
+			a.failed.Add(1)
+			return err
 		}
 	}
 	a.served.Add(1)
 	return nil
-}
-
-// pluginRequest is a container's request to one device plugin: want is
-// the quantity of the plugin's first (count) resource.
-type pluginRequest struct {
-	plugin plugin
-	want   int
-}
-
-// containerPlugins are the device plugins the kubelet calls for the
-// container: one per vendor whose resources it asks a positive amount of,
-// in the order of the resource names.
-func containerPlugins(c *corev1.Container) []pluginRequest {
-	names := make([]corev1.ResourceName, 0, len(c.Resources.Limits)+len(c.Resources.Requests))
-	for name := range c.Resources.Limits {
-		names = append(names, name)
-	}
-	for name := range c.Resources.Requests {
-		if _, dup := c.Resources.Limits[name]; !dup {
-			names = append(names, name)
-		}
-	}
-	slices.Sort(names)
-	var out []pluginRequest
-	seen := map[string]bool{}
-	for _, name := range names {
-		p, ok := pluginFor(name)
-		if !ok || !positive(c, name) {
-			continue
-		}
-		key := p.toAllocate + "|" + p.allocated
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		out = append(out, pluginRequest{plugin: p, want: quantity(c, p.resources[0])})
-	}
-	return out
-}
-
-// positive reports whether the container asks a positive amount of the
-// resource (limits first).
-func positive(c *corev1.Container, name corev1.ResourceName) bool {
-	q, ok := c.Resources.Limits[name]
-	if !ok {
-		q = c.Resources.Requests[name]
-	}
-	return q.Sign() > 0
-}
-
-// quantity is a container's whole quantity of a resource, limits first
-// (0 when absent or not a small whole number).
-func quantity(c *corev1.Container, name corev1.ResourceName) int {
-	q, ok := c.Resources.Limits[name]
-	if !ok {
-		q, ok = c.Resources.Requests[name]
-	}
-	if !ok {
-		return 0
-	}
-	n, exact := q.AsInt64()
-	if !exact || n < 0 || n > 1<<16 {
-		return 0
-	}
-	return int(n)
 }

@@ -3,7 +3,6 @@ package simnode
 import (
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -49,48 +48,25 @@ type kind struct {
 	// inventory writes the spec's cards onto the node as the vendor's
 	// device plugin (and the kubelet's capacity) would.
 	inventory func(n *corev1.Node, s Spec)
-	// plugins are the vendor's device plugins as the kubelet sees them
-	// (Ascend and Iluvatar: one per chip of HAMi's chart).
+	// plugins are the vendor's device plugin endpoints as the kubelet
+	// sees them, one per registered resource (Ascend and Iluvatar: one per
+	// chip of HAMi's chart).
 	plugins []plugin
-}
-
-// plugin is one device plugin's Allocate, as far as the API server sees
-// it. A plugin of a vendor that takes hami.io/mutex.lock finds the pod the
-// way HAMi's NVIDIA plugin does (the lock's holder, else the first pending
-// pod on the node); for the others HAMi's tree has no protocol to find it,
-// and the plugin is handed the pod the kubelet admits.
-type plugin struct {
-	// resources are the container resources the kubelet calls this
-	// plugin's Allocate for.
-	resources []corev1.ResourceName
-	// toAllocate is the pod annotation whose next container entry
-	// Allocate erases ("": the vendor's assignment has none), and word the
-	// card type that, left in it, means the pod is not served yet.
-	toAllocate, word string
-	// allocated is the vendor's allocated annotation: without a
-	// to-allocate key, Allocate refuses a pod whose entry for the
-	// container lists no card.
-	allocated string
-	// lock is the node annotation the plugin releases when the pod is
-	// served ("": the vendor takes no lock).
-	lock string
-	// served are annotations the plugin sets on the pod once it has
-	// served it (the vendor's "assigned" flags).
-	served map[string]string
-	// countCheck: refuse a container whose card count differs from the
-	// cards its entry lists (HAMi's NVIDIA plugin: "device number not
-	// matched").
-	countCheck bool
+	// public names the device plugin the node side follows, for the
+	// vendors whose plugin is published ("" for those modelled on HAMi's
+	// keys alone).
+	public string
 }
 
 // nvidiaKind is the default kind.
 var nvidiaKind = &kind{
 	vendor: "nvidia", label: "NVIDIA", defaultSplit: DefaultSplit,
 	inventory: nvidiaInventory,
-	plugins: []plugin{{
-		resources: []corev1.ResourceName{nvidia.DefaultCountName}, toAllocate: nvidia.ToAllocateAnnotation,
-		word: nvidia.VendorWord, allocated: nvidia.AllocatedAnnotation, lock: devices.NodeLock, countCheck: true,
-	}},
+	plugins: endpoints(&hamiPlugin{
+		toAllocate: nvidia.ToAllocateAnnotation, word: nvidia.VendorWord, allocated: nvidia.AllocatedAnnotation,
+		lock: devices.NodeLock, countCheck: true,
+	}, nvidia.DefaultCountName),
+	public: "HAMi v2.10 (pkg/device-plugin/nvidiadevice)",
 }
 
 // kinds lists every vendor, most specific words first; nvidia is last.
@@ -98,7 +74,7 @@ var kinds = []*kind{
 	{
 		vendor: "ascend", label: "Huawei Ascend", words: []string{"ascend"}, defaultSplit: 4,
 		check: func(s Spec) error { _, err := ascendChip(s.Model); return err }, inventory: ascendInventory,
-		plugins: ascendPlugins(),
+		plugins: ascendPlugins(), public: ascendPluginVersion,
 	},
 	{
 		vendor: "iluvatar", label: "Iluvatar", words: []string{"iluvatar", "bi-v1", "mr-v"}, defaultSplit: 10,
@@ -107,97 +83,75 @@ var kinds = []*kind{
 	},
 	{
 		vendor: "hygon", label: "Hygon DCU", words: []string{"hygon", "dcu"}, defaultSplit: 4, inventory: hygonInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{hygon.DefaultCountName}, toAllocate: hygon.ToAllocateAnnotation,
-			word: hygon.VendorWord, allocated: hygon.AllocatedAnnotation, lock: devices.NodeLock,
-		}},
+		plugins: endpoints(&hygonPlugin{}, hygon.DefaultCountName), public: hygonPluginVersion,
 	},
 	{
 		vendor: "cambricon", label: "Cambricon MLU", words: []string{"cambricon", "mlu"}, fixedSplit: 100,
 		memoryUnitMiB: cambricon.MemoryUnitMiB, inventory: cambriconInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{cambricon.DefaultCountName}, toAllocate: cambricon.ToAllocateAnnotation,
-			word: cambricon.VendorWord, allocated: cambricon.AllocatedAnnotation, lock: cambricon.LockAnnotation,
-			served: map[string]string{cambricon.AssignedAnnotation: "true"},
-		}},
+		plugins: endpoints(&cambriconPlugin{}, cambricon.DefaultCoresName, cambricon.DefaultMemoryName, cambriconRealCountsName),
+		public:  cambricon.PluginVersion,
 	},
 	{
 		vendor: "metax-sgpu", label: "MetaX sGPU", words: []string{"sgpu"}, defaultSplit: 16, inventory: metaxSGPUInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{metax.DefaultSGPUCountName}, toAllocate: metax.SGPUToAllocateAnnotation,
-			word: metax.SGPUWord, allocated: metax.SGPUAllocatedAnnotation, lock: devices.NodeLock,
-		}},
+		plugins: endpoints(&hamiPlugin{
+			toAllocate: metax.SGPUToAllocateAnnotation, word: metax.SGPUWord, allocated: metax.SGPUAllocatedAnnotation, lock: devices.NodeLock,
+		}, metax.DefaultSGPUCountName),
 	},
 	{
 		vendor: "metax", label: "MetaX GPU", words: []string{"metax"}, fixedSplit: 1, fixedMemoryMiB: metax.GPUMemoryMiB,
 		inventory: metaxGPUInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{metax.DefaultGPUCountName}, toAllocate: metax.GPUToAllocateAnnotation,
-			word: metax.GPUWord, allocated: metax.GPUAllocatedAnnotation,
-		}},
+		plugins: endpoints(&hamiPlugin{
+			toAllocate: metax.GPUToAllocateAnnotation, word: metax.GPUWord, allocated: metax.GPUAllocatedAnnotation,
+		}, metax.DefaultGPUCountName),
 	},
 	{
 		vendor: "kunlun-vxpu", label: "Kunlunxin vXPU", words: []string{"vxpu"}, defaultSplit: 4, inventory: kunlunVXPUInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{kunlun.DefaultVXPUCountName}, toAllocate: kunlun.VXPUToAllocateAnnotation,
-			word: kunlun.VXPUWord, allocated: kunlun.VXPUAllocatedAnnotation, lock: devices.NodeLock,
-		}},
+		plugins: endpoints(&hamiPlugin{
+			toAllocate: kunlun.VXPUToAllocateAnnotation, word: kunlun.VXPUWord, allocated: kunlun.VXPUAllocatedAnnotation, lock: devices.NodeLock,
+		}, kunlun.DefaultVXPUCountName),
 	},
 	{
 		vendor: "kunlun", label: "Kunlunxin XPU", words: []string{"kunlun", "xpu"}, fixedSplit: 100, fixedMemoryMiB: kunlun.CardMemoryMiB,
 		inventory: capacityInventory(kunlun.DefaultCountName, 1),
-		plugins:   []plugin{{resources: []corev1.ResourceName{kunlun.DefaultCountName}, allocated: kunlun.AllocatedAnnotation}},
+		plugins:   endpoints(&hamiPlugin{allocated: kunlun.AllocatedAnnotation}, kunlun.DefaultCountName),
 	},
 	{
 		vendor: "mthreads", label: "Moore Threads", words: []string{"moore threads", "mthreads", "mtt"}, fixedSplit: mthreads.Split,
 		memoryUnitMiB: mthreads.MemoryUnitMiB, inventory: mthreadsInventory,
-		plugins: []plugin{{resources: []corev1.ResourceName{mthreads.DefaultCountName}, allocated: mthreads.AllocatedAnnotation}},
+		plugins: endpoints(&hamiPlugin{allocated: mthreads.AllocatedAnnotation}, mthreads.DefaultCountName),
 	},
 	{
 		vendor: "awsneuron", label: "AWS Neuron", words: []string{"neuron", "inferentia", "trainium"}, defaultSplit: awsneuron.SplitCores,
 		check: checkNeuron, inventory: neuronInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{awsneuron.DefaultCountName, awsneuron.DefaultCoresName}, allocated: awsneuron.AllocatedAnnotation,
-			served: map[string]string{awsneuron.AllocatedFlagAnnotation: "true"},
-		}},
+		plugins: endpoints(&hamiPlugin{
+			allocated: awsneuron.AllocatedAnnotation, served: map[string]string{awsneuron.AllocatedFlagAnnotation: "true"},
+		}, awsneuron.DefaultCountName, awsneuron.DefaultCoresName),
 	},
 	{
 		vendor: "amd", label: "AMD", words: []string{"amd", "instinct"}, defaultSplit: 4, inventory: amdInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{amd.DefaultCountName}, toAllocate: amd.ToAllocateAnnotation,
-			word: amd.VendorWord, allocated: amd.AllocatedAnnotation, lock: devices.NodeLock,
-		}},
+		plugins: endpoints(&amdPlugin{}, amd.DefaultCountName), public: amdPluginVersion,
 	},
 	{
 		vendor: "enflame-drs", label: "Enflame DRS GCU", words: []string{"drs"}, defaultSplit: 6, memoryUnitMiB: 1024,
 		check: checkDRS, inventory: drsInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{enflame.DefaultDRSName, enflame.DefaultMemoryName, enflame.DefaultCoresName},
-			allocated: enflame.DRSAllocatedAnnotation,
-			served:    map[string]string{enflame.AssignedAnnotation: "true"},
-		}},
+		plugins: endpoints(&gcusharePlugin{}, enflame.DefaultDRSName), public: gcusharePluginVersion,
 	},
 	{
 		vendor: "enflame-gcu", label: "Enflame GCU", words: []string{"enflame", "gcu"}, fixedSplit: 1,
 		inventory: capacityInventory(enflame.DefaultGCUName, 1),
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{enflame.DefaultGCUName}, toAllocate: enflame.GCUToAllocateAnnotation,
-			word: enflame.GCUWord, allocated: enflame.GCUAllocatedAnnotation,
-		}},
+		plugins: endpoints(&hamiPlugin{
+			toAllocate: enflame.GCUToAllocateAnnotation, word: enflame.GCUWord, allocated: enflame.GCUAllocatedAnnotation,
+		}, enflame.DefaultGCUName),
 	},
 	{
 		vendor: "vastai", label: "Vastai", words: []string{"vastai"}, defaultSplit: 1, inventory: vastaiInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{vastai.DefaultCountName}, toAllocate: vastai.ToAllocateAnnotation,
-			word: vastai.VendorWord, allocated: vastai.AllocatedAnnotation, lock: devices.NodeLock,
-		}},
+		plugins: endpoints(&hamiPlugin{
+			toAllocate: vastai.ToAllocateAnnotation, word: vastai.VendorWord, allocated: vastai.AllocatedAnnotation, lock: devices.NodeLock,
+		}, vastai.DefaultCountName),
 	},
 	{
 		vendor: "biren", label: "Biren", words: []string{"biren"}, defaultSplit: 1, inventory: birenInventory,
-		plugins: []plugin{{
-			resources: []corev1.ResourceName{biren.DefaultCountName}, toAllocate: biren.ToAllocateAnnotation,
-			word: biren.VendorWord, allocated: biren.AllocatedAnnotation, lock: devices.NodeLock,
-		}},
+		plugins: endpoints(&birenPlugin{}, biren.DefaultCountName), public: birenPluginVersion,
 	},
 	nvidiaKind,
 }
@@ -229,26 +183,6 @@ func kindOf(s Spec) *kind {
 	return nvidiaKind
 }
 
-// pluginFor is the device plugin the kubelet calls Allocate on for a
-// container resource, of whichever vendor serves it.
-func pluginFor(resource corev1.ResourceName) (plugin, bool) {
-	p, ok := pluginsByResource()[resource]
-	return p, ok
-}
-
-// pluginsByResource maps every plugin's resources to it, built once.
-var pluginsByResource = sync.OnceValue(func() map[corev1.ResourceName]plugin {
-	m := map[corev1.ResourceName]plugin{}
-	for _, k := range kinds {
-		for _, p := range k.plugins {
-			for _, r := range p.resources {
-				m[r] = p
-			}
-		}
-	}
-	return m
-})
-
 // Vendors lists the vendors a spec may name, each with the model words
 // that pick it, for documentation and help texts.
 func Vendors() []string {
@@ -258,7 +192,11 @@ func Vendors() []string {
 		if len(k.words) > 0 {
 			words = `"` + strings.Join(k.words, `", "`) + `"`
 		}
-		out = append(out, fmt.Sprintf("%s (%s): %s", k.label, k.vendor, words))
+		plugin := "simulated device plugin (no public one)"
+		if k.public != "" {
+			plugin = "device plugin as " + k.public
+		}
+		out = append(out, fmt.Sprintf("%s (%s): %s; %s", k.label, k.vendor, words, plugin))
 	}
 	return out
 }

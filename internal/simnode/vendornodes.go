@@ -157,19 +157,9 @@ func ascendInventory(n *corev1.Node, s Spec) {
 func ascendPlugins() []plugin {
 	var out []plugin
 	for _, c := range ascend.DefaultConfigs() {
-		out = append(out, chipPlugin(c.ResourceName, c.CommonWord, ascend.ToAllocateAnnotation(c.CommonWord), ascend.AllocatedAnnotation(c.CommonWord)))
+		out = append(out, endpoints(&ascendPlugin{chip: c.CommonWord}, corev1.ResourceName(c.ResourceName))...)
 	}
 	return out
-}
-
-// chipPlugin is the device plugin of one chip of a vendor whose keys name
-// the chip (Ascend, Iluvatar): it serves the chip's count resource and
-// takes HAMi's shared node lock.
-func chipPlugin(resource, word, toAllocate, allocated string) plugin {
-	return plugin{
-		resources: []corev1.ResourceName{corev1.ResourceName(resource)}, toAllocate: toAllocate,
-		word: word, allocated: allocated, lock: devices.NodeLock,
-	}
 }
 
 // iluvatarChip is the chart's Iluvatar chip the model names.
@@ -195,7 +185,10 @@ func iluvatarInventory(n *corev1.Node, s Spec) {
 func iluvatarPlugins() []plugin {
 	var out []plugin
 	for _, c := range iluvatar.DefaultConfigs() {
-		out = append(out, chipPlugin(c.ResourceCountName, c.CommonWord, iluvatar.ToAllocateAnnotation(c.CommonWord), iluvatar.AllocatedAnnotation(c.CommonWord)))
+		out = append(out, endpoints(&hamiPlugin{
+			toAllocate: iluvatar.ToAllocateAnnotation(c.CommonWord), word: c.CommonWord,
+			allocated: iluvatar.AllocatedAnnotation(c.CommonWord), lock: devices.NodeLock,
+		}, corev1.ResourceName(c.ResourceCountName))...)
 	}
 	return out
 }
@@ -206,12 +199,15 @@ func hygonInventory(n *corev1.Node, s Spec) {
 	advertise(n, hygon.DefaultCountName, int64(s.Cards)*int64(s.Split))
 }
 
-// cambriconInventory: the cards come from the smlu capacities (cores in
-// percent, memory in 256 MiB units), the count from vmlu.
+// cambriconInventory: what Cambricon's plugin registers in dynamic-smlu
+// mode, from which HAMi synthesises the cards: vcore (100 a card), vmemory
+// (in 256 MiB units: the plugin run with --min-dsmlu-unit=256, the only
+// unit HAMi's arithmetic agrees with) and real-mlu-counts (one a card).
+// cambricon.com/vmlu, HAMi's count, is registered by nobody.
 func cambriconInventory(n *corev1.Node, s Spec) {
 	advertise(n, cambricon.DefaultCoresName, int64(s.Cards)*100)
 	advertise(n, cambricon.DefaultMemoryName, int64(s.Cards)*int64(s.MemoryMiB/cambricon.MemoryUnitMiB))
-	advertise(n, cambricon.DefaultCountName, int64(s.Cards)*int64(s.Split))
+	advertise(n, cambriconRealCountsName, int64(s.Cards))
 }
 
 // sgpuDevice is one entry of MetaX's metax-tech.com/node-gpu-devices.
@@ -336,7 +332,19 @@ func vastaiInventory(n *corev1.Node, s Spec) {
 	advertise(n, vastai.DefaultCountName, int64(s.Cards)*int64(s.Split))
 }
 
+// birenInventory is what Biren's plugin registers in runc mode (since
+// 2026-05): cards card_<i>, the driver's GPU name as the type (the model
+// without the vendor word, e.g. BR104), memory, no devcore.
 func birenInventory(n *corev1.Node, s Spec) {
-	n.Annotations[biren.RegisterAnnotation] = registerJSON(n.Name, s, "br-", typeNaming(s.Model, biren.VendorWord, false), 100, nil)
+	name := strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(s.Model, "Biren"), "biren"))
+	if name == "" {
+		name = s.Model
+	}
+	cards := make([]registeredCard, s.Cards)
+	for i := range cards {
+		cards[i] = registeredCard{ID: "card_" + strconv.Itoa(i), Index: uint(i), Count: s.Split, Devmem: s.MemoryMiB, Type: name, Health: true}
+	}
+	data, _ := json.Marshal(cards)
+	n.Annotations[biren.RegisterAnnotation] = string(data)
 	advertise(n, biren.DefaultCountName, int64(s.Cards)*int64(s.Split))
 }

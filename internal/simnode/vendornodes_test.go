@@ -58,7 +58,7 @@ func TestVendorNodesDecode(t *testing.T) {
 		{"1 node x 2 cards of Enflame DRS S60 40 GiB", "Enflame", 6, 40960, 100, "Enflame"},
 		{"1 node x 4 cards of Enflame GCU S60 48 GiB", "GCU", 1, 100, 100, "GCU"},
 		{"1 node x 4 cards of Vastai VA1 16 GiB", "Vastai", 1, 16384, 100, "Vastai VA1"},
-		{"1 node x 4 cards of Biren BR104 32 GiB", "Biren", 1, 32768, 100, "Biren BR104"},
+		{"1 node x 4 cards of Biren BR104 32 GiB", "Biren", 1, 32768, 100, "BR104"},
 		{"1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB", "NVIDIA", 10, 40960, 100, "NVIDIA A100-SXM4-40GB"},
 	}
 	covered := map[string]bool{}

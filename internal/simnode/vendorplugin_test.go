@@ -14,16 +14,15 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/cambricon"
-	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/mthreads"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 )
 
-// Each vendor's simulated plugin serves a container with the calls and
-// writes of its kind: erase the to-allocate entry or check the allocated
-// one, set bind-phase=success and the vendor's served flags, release the
-// vendor's lock.
-func TestVendorAllocate(t *testing.T) {
+// The vendors without a public plugin are served by HAMi's NVIDIA plugin
+// code on their own keys: erase the to-allocate entry or check the
+// allocated one, set bind-phase=success and the vendor's served flags,
+// release the vendor's lock.
+func TestSimulatedVendorAllocate(t *testing.T) {
 	tests := []struct {
 		name      string
 		resource  corev1.ResourceName
@@ -37,19 +36,6 @@ func TestVendorAllocate(t *testing.T) {
 		want     map[string]string
 		wantLock bool
 	}{
-		{name: "Hygon: the shared lock's holder, entry erased, lock released",
-			resource: hygon.DefaultCountName, lockKey: devices.NodeLock, lockValue: testLockTime + ",ns,p",
-			pod:       map[string]string{hygon.ToAllocateAnnotation: "DCU-a,DCU,2000,60:;"},
-			wantCalls: "get nodes n1|get pods p|patch pods p|get pods p|patch pods p|get nodes n1|get nodes n1|patch nodes n1",
-			wantPhase: devices.BindPhaseSuccess, want: map[string]string{hygon.ToAllocateAnnotation: ";;"}},
-		{name: "Cambricon: its own lock released, assigned flag set",
-			resource: cambricon.DefaultCountName, lockKey: cambricon.LockAnnotation, lockValue: testLockTime,
-			pod: map[string]string{
-				cambricon.ToAllocateAnnotation: "n1-cambricon-mlu-0,MLU,5120,10:;", cambricon.AssignedAnnotation: "false",
-			},
-			wantCalls: "get pods p|patch pods p|get pods p|patch pods p|get nodes n1|get nodes n1|patch nodes n1",
-			wantPhase: devices.BindPhaseSuccess,
-			want:      map[string]string{cambricon.ToAllocateAnnotation: ";;", cambricon.AssignedAnnotation: "true"}},
 		{name: "Moore Threads: no to-allocate key, no lock",
 			resource:  mthreads.DefaultCountName,
 			pod:       map[string]string{mthreads.AllocatedAnnotation: ";n1-mthreads-0,Mthreads,16384,8:;"},
@@ -59,11 +45,6 @@ func TestVendorAllocate(t *testing.T) {
 			resource:  mthreads.DefaultCountName,
 			pod:       map[string]string{mthreads.AllocatedAnnotation: "n1-mthreads-0,Mthreads,16384,8:;"},
 			wantCalls: "get pods p|patch pods p", wantErr: "no device allocation found", wantPhase: devices.BindPhaseFailed},
-		{name: "Hygon: no entry left: failed, lock released",
-			resource: hygon.DefaultCountName, lockKey: devices.NodeLock, lockValue: testLockTime + ",ns,p",
-			pod:       map[string]string{hygon.ToAllocateAnnotation: ";"},
-			wantCalls: "get nodes n1|get pods p|patch pods p|get nodes n1|get nodes n1|patch nodes n1",
-			wantErr:   "no pending device allocation", wantPhase: devices.BindPhaseFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -84,7 +65,7 @@ func TestVendorAllocate(t *testing.T) {
 				t.Fatalf("no plugin serves %s", tt.resource)
 			}
 			// The second container (index 1) asks for one card.
-			err := dp.Allocate(context.Background(), pod, p, 1, 1)
+			err := dp.Allocate(context.Background(), p, allocateCall{admitted: pod, container: 1, resource: tt.resource, devices: 1})
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("Allocate() error = %v, want %q", err, tt.wantErr)
 			}
@@ -114,25 +95,39 @@ func TestVendorAllocate(t *testing.T) {
 	}
 }
 
-// The kubelet calls one plugin per vendor a container asks for, in
-// resource-name order, with the vendor's card count.
-func TestContainerPlugins(t *testing.T) {
-	c := &corev1.Container{Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
-		nvidia.DefaultCountName:          resource.MustParse("2"),
-		nvidia.DefaultMemoryName:         resource.MustParse("3000"),
-		"huawei.com/Ascend910B4":         resource.MustParse("1"),
-		"huawei.com/Ascend910B4-memory":  resource.MustParse("8192"),
-		"aws.amazon.com/neuroncore":      resource.MustParse("1"),
-		corev1.ResourceCPU:               resource.MustParse("1"),
-		"iluvatar.ai/BI-V150-vgpu":       resource.MustParse("0"),
-		"example.com/not-a-device-count": resource.MustParse("1"),
-	}}}
+// The kubelet calls each endpoint whose resource a container's limits ask,
+// once per container, init containers first, in resource-name order, with
+// the limit as the device count; requests alone and resources no plugin
+// registers get no call.
+func TestKubeletCalls(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{
+		InitContainers: []corev1.Container{{Name: "init", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+			"hygon.com/dcunum": resource.MustParse("1"),
+		}}}},
+		Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{
+				nvidia.DefaultCountName:          resource.MustParse("2"),
+				nvidia.DefaultMemoryName:         resource.MustParse("3000"),
+				"huawei.com/Ascend910B4":         resource.MustParse("1"),
+				"huawei.com/Ascend910B4-memory":  resource.MustParse("8192"),
+				cambricon.DefaultCoresName:       resource.MustParse("10"),
+				cambricon.DefaultMemoryName:      resource.MustParse("20"),
+				cambricon.DefaultCountName:       resource.MustParse("1"),
+				"aws.amazon.com/neuroncore":      resource.MustParse("1"),
+				corev1.ResourceCPU:               resource.MustParse("1"),
+				"iluvatar.ai/BI-V150-vgpu":       resource.MustParse("0"),
+				"example.com/not-a-device-count": resource.MustParse("1"),
+			},
+			Requests: corev1.ResourceList{"amd.com/gpu": resource.MustParse("1")},
+		}}},
+	}}
 	var got []string
-	for _, r := range containerPlugins(c) {
-		got = append(got, r.plugin.allocated+"="+strconv.Itoa(r.want))
+	for _, kc := range kubeletCalls(pod) {
+		got = append(got, strconv.Itoa(kc.call.container)+":"+string(kc.call.resource)+"="+strconv.Itoa(kc.call.devices))
 	}
-	want := "hami.io/aws-neuron-devices-allocated=0|hami.io/Ascend910B4-devices-allocated=1|hami.io/vgpu-devices-allocated=2"
+	want := "0:hygon.com/dcunum=1|1:aws.amazon.com/neuroncore=1|1:cambricon.com/mlu.smlu.vcore=10|1:cambricon.com/mlu.smlu.vmemory=20|" +
+		"1:huawei.com/Ascend910B4=1|1:nvidia.com/gpu=2"
 	if strings.Join(got, "|") != want {
-		t.Errorf("plugins = %s, want %s", strings.Join(got, "|"), want)
+		t.Errorf("calls = %s\nwant    %s", strings.Join(got, "|"), want)
 	}
 }

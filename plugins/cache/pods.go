@@ -80,14 +80,21 @@ func (c *Cache) RemovePod(pod *corev1.Pod) bool {
 	return held
 }
 
-// decodeAssignments reads each vendor's allocated annotation. has is false
-// when the pod carries none.
+// decodeAssignments reads each vendor's allocated annotation, from the
+// scheduler's devices.AssignmentRecord when the pod has one (a device
+// plugin may have rewritten the vendor's key). The grants of a
+// devices.GrantClassifier get the pod's class. has is false when the pod
+// carries none.
 func (c *Cache) decodeAssignments(pod *corev1.Pod) (assignments []devices.Assignment, has bool, err error) {
+	held, err := devices.ReadAllocated(pod.Annotations)
+	if err != nil {
+		return nil, false, fmt.Errorf("pod %s: %w", klog.KObj(pod), err)
+	}
 	vendors := c.registry.Vendors()
 	assignments = make([]devices.Assignment, len(vendors))
 	for i, v := range vendors {
 		_, key := v.AssignmentAnnotations()
-		raw, ok := pod.Annotations[key]
+		raw, ok := held.Value(key)
 		if !ok {
 			continue
 		}
@@ -96,6 +103,11 @@ func (c *Cache) decodeAssignments(pod *corev1.Pod) (assignments []devices.Assign
 			return nil, false, fmt.Errorf("pod %s: annotation %s: %w", klog.KObj(pod), key, err)
 		}
 		if !a.Empty() {
+			if gc, ok := v.(devices.GrantClassifier); ok {
+				// The annotation does not carry the class; the vendor's
+				// Fit stamped it on the assumed grants.
+				a.WithClass(gc.GrantClass(pod))
+			}
 			assignments[i] = a
 			has = true
 		}
@@ -131,8 +143,11 @@ func sameSlices(a, b [][]devices.SliceReservation) bool {
 }
 
 // HasAssignment reports whether the pod carries any vendor's assignment
-// annotation, without decoding it.
+// annotation or the scheduler's record of one, without decoding it.
 func (c *Cache) HasAssignment(pod *corev1.Pod) bool {
+	if _, ok := pod.Annotations[devices.AssignmentRecord]; ok {
+		return true
+	}
 	for _, v := range c.registry.Vendors() {
 		_, key := v.AssignmentAnnotations()
 		if _, ok := pod.Annotations[key]; ok {

@@ -21,6 +21,7 @@ import (
 
 	hamischeme "github.com/hami-scheduler/hami-scheduler/apis/config/scheme"
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	"github.com/hami-scheduler/hami-scheduler/manifests"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
@@ -51,7 +52,8 @@ func Registry() frameworkruntime.Registry {
 // IgnoredResources are the resources NodeResourcesFit must not look for on
 // nodes: every vendor resource that describes a share of a card (memory,
 // memory percentage, cores, priority), for the vendors args enable (nil:
-// the defaults). The card count stays, since device plugins advertise it.
+// the defaults). The card count stays, since device plugins advertise it,
+// except where the vendor says its plugin does not (devices.CountAdvertiser).
 func IgnoredResources(args *hamiv1.HAMiArgs) ([]string, error) {
 	internal, err := hamischeme.ArgsFrom(args)
 	if err != nil {
@@ -68,8 +70,10 @@ func IgnoredResources(args *hamiv1.HAMiArgs) ([]string, error) {
 	var names []string
 	for _, v := range registry.Vendors() {
 		r := v.Resources()
+		ca, ok := v.(devices.CountAdvertiser)
+		countIgnored := ok && !ca.CountAdvertised()
 		for _, n := range r.All() {
-			if n != r.Count {
+			if n != r.Count || countIgnored {
 				names = append(names, string(n))
 			}
 		}

@@ -254,6 +254,21 @@ func (e *env) deletePod(name string) {
 	}
 }
 
+// waitGone waits until the pod is deleted.
+func (e *env) waitGone(name string) {
+	e.t.Helper()
+	e.eventually("pod "+name+" gone", func() (bool, string) {
+		p, err := controlPlane.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, ""
+		}
+		if err != nil {
+			return false, err.Error()
+		}
+		return false, describe(p)
+	})
+}
+
 // restartScheduler stops the shared scheduler and starts a new one with
 // the plugin args (nil: defaults), as a crashed and restarted
 // hami-scheduler would be.

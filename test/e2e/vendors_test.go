@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"maps"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	"github.com/hami-scheduler/hami-scheduler/devices/awsneuron"
+	"github.com/hami-scheduler/hami-scheduler/devices/biren"
 	"github.com/hami-scheduler/hami-scheduler/devices/cambricon"
 	"github.com/hami-scheduler/hami-scheduler/devices/enflame"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
@@ -41,36 +43,13 @@ const vendorExamples = "../../examples/vendors"
 // and Ascend, on a node with both) run, and each carries what its
 // vendors' device plugins read.
 func TestEveryVendor(t *testing.T) {
-	t.Cleanup(func() { restartScheduler(t, nil) })
-	restartScheduler(t, &hamiv1.HAMiArgs{
-		DeviceConfigFile: ptr.To(chartDeviceConfig), EnableAscend: ptr.To(true), EnableIluvatar: ptr.To(true),
-	})
-	configs := chartVendors(t)
-	registry, err := vendors.NewRegistry(configs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := newEnv(t, "vendors")
-	e.vendors = registry.Vendors()
-	// The webhook, as hami-local runs it, for this namespace only.
-	patch := []byte(`{"metadata":{"labels":{"` + webhookLabel + `":"vendors"}}}`)
-	if _, err := controlPlane.Client.CoreV1().Namespaces().Patch(e.ctx, e.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	w, err := localcluster.StartWebhook(e.ctx, controlPlane.Config, localcluster.WebhookOptions{
-		ConfigurationName: "hami-webhook-vendors", NamespaceLabels: map[string]string{webhookLabel: "vendors"}, Vendors: configs,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Stop()
 	// The NVIDIA node (the first) also has Ascend 910B4 NPUs, which support
 	// the hami-core soft split.
 	npus, err := simnode.ParseSpec("1 node x 4 cards of Ascend910B4 32 GiB, hami-core")
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := e.addNodes(simnode.EveryVendorSpec, func(i int, n *corev1.Node) {
+	e, registry, nodes := startVendorCluster(t, "vendors", func(i int, n *corev1.Node) {
 		if i == 0 {
 			npus.AddTo(n)
 		}
@@ -164,6 +143,42 @@ func TestEveryVendor(t *testing.T) {
 	}
 }
 
+// startVendorCluster runs the scheduler on HAMi's chart device config
+// (Ascend and Iluvatar on) and a webhook for a new namespace, and adds the
+// nodes of simnode.EveryVendorSpec (mutate, if set, changes them first).
+// The scheduler is restarted with the defaults when the test ends.
+func startVendorCluster(t *testing.T, name string, mutate func(i int, n *corev1.Node)) (*env, *devices.Registry, []*corev1.Node) {
+	t.Helper()
+	t.Cleanup(func() { restartScheduler(t, nil) })
+	restartScheduler(t, vendorClusterArgs())
+	configs := chartVendors(t)
+	registry, err := vendors.NewRegistry(configs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, name)
+	e.vendors = registry.Vendors()
+	// The webhook, as hami-local runs it, for this namespace only.
+	patch := []byte(`{"metadata":{"labels":{"` + webhookLabel + `":"` + name + `"}}}`)
+	if _, err := controlPlane.Client.CoreV1().Namespaces().Patch(e.ctx, e.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := localcluster.StartWebhook(e.ctx, controlPlane.Config, localcluster.WebhookOptions{
+		ConfigurationName: "hami-webhook-" + name, NamespaceLabels: map[string]string{webhookLabel: name}, Vendors: configs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return e, registry, e.addNodes(simnode.EveryVendorSpec, mutate)
+}
+
+// vendorClusterArgs are the scheduler's args on the every-vendor cluster:
+// HAMi's chart device config, Ascend and Iluvatar on.
+func vendorClusterArgs() *hamiv1.HAMiArgs {
+	return &hamiv1.HAMiArgs{DeviceConfigFile: ptr.To(chartDeviceConfig), EnableAscend: ptr.To(true), EnableIluvatar: ptr.To(true)}
+}
+
 // checkEveryVendorAccounted runs the accounting check (no pod problem, no
 // over-commit) over every vendor and checks that it read cards on every
 // node and that each vendor serving a pod has cards held.
@@ -214,12 +229,29 @@ func examplePod(t *testing.T, file string) *corev1.Pod {
 	return p
 }
 
-// servedFlags are annotations a vendor's plugin sets once it has served
-// the pod (simnode's plugins), by vendor name.
-var servedFlags = map[string]map[string]string{
-	cambricon.VendorWord: {cambricon.AssignedAnnotation: "true"},
-	awsneuron.VendorWord: {awsneuron.AllocatedFlagAnnotation: "true"},
-	enflame.DRSWord:      {enflame.AssignedAnnotation: "true"},
+// pluginEnd is what a vendor's device plugin (simnode's model of it)
+// leaves on a pod it has served, where that differs from HAMi's NVIDIA
+// plugin (bind-phase success, the to-allocate key emptied).
+type pluginEnd struct {
+	// phase is the bind-phase the plugin leaves ("": success).
+	phase string
+	// flags are annotations the plugin sets once it has served the pod.
+	flags map[string]string
+	// keepsToAllocate: the plugin never reads the to-allocate key.
+	keepsToAllocate bool
+}
+
+// pluginEnds by vendor name.
+var pluginEnds = map[string]pluginEnd{
+	// Cambricon's plugin sets its own spelling of the flag; HAMi's stays
+	// "false". It never sets bind-phase.
+	cambricon.VendorWord: {phase: devices.BindPhaseAllocating, keepsToAllocate: true,
+		flags: map[string]string{cambricon.PluginAssignedAnnotation: "true", cambricon.AssignedAnnotation: "false"}},
+	// Biren's consumes the allocated key, never the to-allocate one, and
+	// never sets success.
+	biren.VendorWord:     {phase: devices.BindPhaseAllocating, keepsToAllocate: true},
+	enflame.DRSWord:      {phase: devices.BindPhaseAllocating, flags: map[string]string{enflame.AssignedAnnotation: "true"}},
+	awsneuron.VendorWord: {flags: map[string]string{awsneuron.AllocatedFlagAnnotation: "true"}},
 }
 
 // checkVendorPod checks what the device plugins of a running pod's
@@ -235,9 +267,14 @@ func checkVendorPod(t *testing.T, registry *devices.Registry, pod *corev1.Pod, n
 		return nil
 	}
 	a := pod.Annotations
-	if a[devices.AssignedNode] != node.Name || a[devices.BindPhase] != devices.BindPhaseSuccess {
-		t.Errorf("pod %s: %s=%q %s=%q, want %s and %s", pod.Name, devices.AssignedNode, a[devices.AssignedNode],
-			devices.BindPhase, a[devices.BindPhase], node.Name, devices.BindPhaseSuccess)
+	if a[devices.AssignedNode] != node.Name {
+		t.Errorf("pod %s: %s=%q, want %s", pod.Name, devices.AssignedNode, a[devices.AssignedNode], node.Name)
+	}
+	// What the scheduler assigned, as its record keeps it: Biren's plugin
+	// consumes the allocated key.
+	held, err := devices.ReadAllocated(a)
+	if err != nil || !held.Recorded() {
+		t.Errorf("pod %s: %s = %q (%v), want the scheduler's record", pod.Name, devices.AssignmentRecord, a[devices.AssignmentRecord], err)
 	}
 	var served []string
 	for _, v := range registry.Vendors() {
@@ -258,11 +295,16 @@ func checkVendorPod(t *testing.T, registry *devices.Registry, pod *corev1.Pod, n
 		for _, c := range cards {
 			onNode[c.UUID] = true
 		}
+		end := pluginEnds[v.Name()]
+		if want := cmp.Or(end.phase, devices.BindPhaseSuccess); a[devices.BindPhase] != want {
+			t.Errorf("pod %s: %s=%q, want %s (%s's plugin)", pod.Name, devices.BindPhase, a[devices.BindPhase], want, v.Name())
+		}
 		toAllocate, allocated := v.AssignmentAnnotations()
-		t.Logf("pod %s on %s: %s %s", pod.Name, node.Name, allocated, a[allocated])
-		assignment, err := devices.DecodeAssignment(a[allocated])
+		recorded, _ := held.Value(allocated)
+		t.Logf("pod %s on %s: %s %s (recorded %s)", pod.Name, node.Name, allocated, a[allocated], recorded)
+		assignment, err := devices.DecodeAssignment(recorded)
 		if err != nil {
-			t.Errorf("pod %s: %s %q: %v", pod.Name, allocated, a[allocated], err)
+			t.Errorf("pod %s: %s %q: %v", pod.Name, allocated, recorded, err)
 			continue
 		}
 		for i, r := range req.Containers {
@@ -279,7 +321,7 @@ func checkVendorPod(t *testing.T, registry *devices.Registry, pod *corev1.Pod, n
 				}
 			}
 		}
-		if toAllocate != "" && toAllocate != allocated && strings.Contains(a[toAllocate], ",") {
+		if toAllocate != "" && toAllocate != allocated && !end.keepsToAllocate && strings.Contains(a[toAllocate], ",") {
 			t.Errorf("pod %s: %s = %q, cards left to allocate", pod.Name, toAllocate, a[toAllocate])
 		}
 		if annotator, ok := v.(devices.PodAnnotator); ok {
@@ -293,7 +335,7 @@ func checkVendorPod(t *testing.T, registry *devices.Registry, pod *corev1.Pod, n
 				}
 			}
 		}
-		for k, want := range servedFlags[v.Name()] {
+		for k, want := range end.flags {
 			if a[k] != want {
 				t.Errorf("pod %s: %s = %q, want %q (set by the device plugin)", pod.Name, k, a[k], want)
 			}

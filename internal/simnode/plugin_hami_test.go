@@ -40,6 +40,12 @@ func testPod(name, toAllocate string) *corev1.Pod {
 	}
 }
 
+// nvidiaCall is the kubelet's call of the NVIDIA plugin for container ctr
+// of pod, with n device ids.
+func nvidiaCall(pod *corev1.Pod, ctr, n int) allocateCall {
+	return allocateCall{admitted: pod, container: ctr, resource: nvidia.DefaultCountName, devices: n}
+}
+
 // recordCalls makes client note every API call as "verb resource name".
 func recordCalls(client *fake.Clientset) *[]string {
 	var calls []string
@@ -131,7 +137,7 @@ func TestAllocateCallOrder(t *testing.T) {
 			dp := &devicePlugin{node: "n1", client: client.CoreV1(), mismatched: &mismatched,
 				failing: func(string, string) bool { return tt.fail }}
 
-			err := dp.Allocate(context.Background(), pod, nvidiaKind.plugins[0], 0, tt.want)
+			err := dp.Allocate(context.Background(), nvidiaKind.plugins[0], nvidiaCall(pod, 0, tt.want))
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("Allocate() error = %v, want %q", err, tt.wantErr)
 			}
@@ -171,7 +177,7 @@ func TestAllocateTwoContainers(t *testing.T) {
 	calls := recordCalls(client)
 	dp := &devicePlugin{node: "n1", client: client.CoreV1(), mismatched: &atomic.Int64{}}
 	for _, want := range []int{1, 2} {
-		if err := dp.Allocate(context.Background(), pod, nvidiaKind.plugins[0], want-1, want); err != nil {
+		if err := dp.Allocate(context.Background(), nvidiaKind.plugins[0], nvidiaCall(pod, want-1, want)); err != nil {
 			t.Fatalf("Allocate(%d cards): %v", want, err)
 		}
 	}
