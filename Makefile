@@ -84,8 +84,13 @@ $(BIN)/hami-local: FORCE
 
 test: lint test-unit test-race
 
+# The test binaries are stamped with the Kubernetes release they link, as
+# release binaries are: the in-process API server then reports it at
+# /version, and test/release's hami-scheduler processes accept it.
+TEST_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION)
+
 test-unit:
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -ldflags '$(TEST_LDFLAGS)' ./...
 
 # The compatibility suite (test/compat) against each release's own
 # kube-apiserver, built from Go modules and cached (hack/build-kube-apiserver.sh).

@@ -2,9 +2,10 @@
 // trying it out: etcd and kube-apiserver, simulated GPU nodes whose device
 // plugin and kubelet are played by internal/simnode's agent, kube-scheduler
 // with the hami-scheduler and default-scheduler profiles, the admission
-// webhook (registered with the apiserver), and the
-// deployment, replicaset and garbage-collector controllers. It writes a
-// kubeconfig for kubectl and prints which card each GPU pod got.
+// webhook (registered with the apiserver), and the deployment, replicaset,
+// garbage-collector and namespace controllers. Once the apiserver sends
+// pods to the webhook it writes a kubeconfig for kubectl, and it prints
+// which card each GPU pod got.
 //
 //	hami-local [-dir _local] [-nodes "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10"] [-device-config file]
 //	hami-local status [-kubeconfig _local/kubeconfig]
@@ -38,6 +39,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
@@ -52,7 +54,9 @@ func main() {
 	if len(args) > 0 && args[0] == "status" {
 		err = status(args[1:], os.Stdout)
 	} else {
-		err = up(args)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err = up(ctx, args, os.Stdout)
+		stop()
 	}
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "hami-local:", err)
@@ -94,8 +98,8 @@ func status(args []string, out io.Writer) error {
 	return nil
 }
 
-// up runs the local cluster until interrupted.
-func up(args []string) error {
+// up runs the local cluster until ctx ends, printing to out.
+func up(ctx context.Context, args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("hami-local", flag.ContinueOnError)
 	dir := fs.String("dir", "_local", "directory for the kubeconfig and the log")
 	nodeSpec := fs.String("nodes", defaultNodes, `simulated GPU nodes: groups like "4 nodes x 8 cards of NVIDIA A100 40 GiB, split 10" or "1 node x 4 cards of Ascend910B4 32 GiB", separated by ";"`)
@@ -140,14 +144,22 @@ func up(args []string) error {
 	if err != nil {
 		return err
 	}
+	stderr := os.Stderr
 	os.Stderr = console
+	defer func() {
+		os.Stderr = stderr
+		_ = localcluster.RestoreStderr(console)
+	}()
 	if err := localcluster.RedirectKlog(logFile, *verbosity); err != nil {
 		return err
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	out := os.Stdout
+	// A kubeconfig left by an earlier run would let a script start before
+	// this cluster is up: it appears only once the webhook admits pods.
+	kubeconfig := filepath.Join(*dir, "kubeconfig")
+	if err := os.Remove(kubeconfig); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
 	started := time.Now()
 	fmt.Fprintf(out, "starting etcd and kube-apiserver (log: %s)\n", logPath)
 	cp, err := localcluster.Start(localcluster.Options{Log: logFile})
@@ -159,10 +171,6 @@ func up(args []string) error {
 		cp.Stop()
 		fmt.Fprintln(out, "stopped")
 	}()
-	kubeconfig := filepath.Join(*dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		return err
-	}
 
 	var nodes []*corev1.Node
 	for _, s := range specs {
@@ -200,6 +208,12 @@ func up(args []string) error {
 		return err
 	}
 	defer hook.Stop()
+	if err := hook.WaitAdmitting(ctx, metav1.NamespaceDefault, probeResource(webhookVendors), time.Minute); err != nil {
+		return err
+	}
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
 
 	fmt.Fprintf(out, "\nhami-local is up in %s: %d simulated GPU nodes, %s\n", time.Since(started).Round(100*time.Millisecond), len(nodes), agent.Options())
 	if schedArgs != nil {
@@ -281,6 +295,16 @@ func printTables(ctx context.Context, client kubernetes.Interface, vendors []dev
 			}
 		}
 	}
+}
+
+// probeResource is a device resource the webhook routes: the count of the
+// first vendor it runs with (NVIDIA's without a device config).
+func probeResource(configs []devices.Config) corev1.ResourceName {
+	vendors, err := clustervendors.FromConfigs(configs)
+	if err != nil || len(vendors) == 0 {
+		return nvidia.DefaultCountName
+	}
+	return vendors[0].Resources().Count
 }
 
 // noneIfZero maps a zero duration flag to "none" for simnode.Options, where

@@ -179,8 +179,24 @@ func (o *TopOptions) top(ctx context.Context, client kubernetes.Interface) (Top,
 		unregistered = withoutCards(report, nodes)
 	}
 	doc := buildTop(report, unregistered, o.Namespace)
-	doc.Warnings = warnings
+	doc.Warnings = append(warnings, o.unscheduled(pods)...)
 	return doc, nil
+}
+
+// unscheduled are allocation.Unscheduled's warnings for the pods of the -n
+// namespace (every namespace without it). Only bound pods are listed
+// with -node/-l: a pending pod has no node to select it by.
+func (o *TopOptions) unscheduled(pods []corev1.Pod) []string {
+	if o.Namespace == "" {
+		return allocation.Unscheduled(o.vendors, pods)
+	}
+	var mine []corev1.Pod
+	for i := range pods {
+		if pods[i].Namespace == o.Namespace {
+			mine = append(mine, pods[i])
+		}
+	}
+	return allocation.Unscheduled(o.vendors, mine)
 }
 
 // withoutCards lists the nodes of which the report has neither a card nor

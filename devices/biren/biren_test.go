@@ -179,7 +179,9 @@ func FuzzInventory(f *testing.F) {
 			return
 		}
 		for _, c := range cards {
-			if c.Cores != 100 || c.UUID == "" || !strings.Contains(strings.ToUpper(c.Model), "BIREN") {
+			// Any type: the register is Biren's (the plugin may name the
+			// driver's GPU, e.g. BR104).
+			if c.Cores != 100 || c.UUID == "" {
 				t.Fatalf("invalid card %+v", c)
 			}
 		}

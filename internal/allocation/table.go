@@ -78,6 +78,13 @@ func WriteTable(w io.Writer, vendors []devices.Vendor, r Report, pods []corev1.P
 	if len(pending) > 0 {
 		fmt.Fprintln(w)
 	}
+	unscheduled := Unscheduled(vendors, pods)
+	for _, s := range unscheduled {
+		fmt.Fprintf(w, "\nWARNING: %s", s)
+	}
+	if len(unscheduled) > 0 {
+		fmt.Fprintln(w)
+	}
 	for _, s := range append(r.UnreadableNodes, r.PodProblems...) {
 		fmt.Fprintf(w, "\nnot accounted: %s", s)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -16,12 +17,15 @@ import (
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
+	"k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 )
 
 // Controllers are the few kube-controller-manager controllers a local
 // cluster needs for workloads: deployment and replicaset (a Deployment gets
-// its pods), and the garbage collector (deleting a Deployment deletes them).
+// its pods), the garbage collector (deleting a Deployment deletes them) and
+// the namespace controller (kubectl delete namespace empties the namespace
+// and removes it, instead of leaving it Terminating).
 type Controllers struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -62,12 +66,16 @@ func StartControllers(ctx context.Context, cfg *rest.Config) (*Controllers, erro
 		return nil, fmt.Errorf("garbage collector: %w", err)
 	}
 
+	nc := namespace.NewNamespaceController(ctx, client, meta, client.Discovery().ServerPreferredNamespacedResources,
+		shared.Core().V1().Namespaces(), 5*time.Minute, corev1.FinalizerKubernetes)
+
 	shared.Start(ctx.Done())
 	metaInformers.Start(ctx.Done())
 	close(started)
 	cs.done.Go(func() { dc.Run(ctx, 4) })
 	cs.done.Go(func() { rsc.Run(ctx, 4) })
 	cs.done.Go(func() { gc.Run(ctx, 4, time.Minute) })
+	cs.done.Go(func() { nc.Run(ctx, 2) })
 	cs.done.Go(func() { gc.Sync(ctx, client.Discovery(), 30*time.Second) })
 	cs.stop = append(cs.stop, shared.Shutdown, metaInformers.Shutdown)
 	return cs, nil

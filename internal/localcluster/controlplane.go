@@ -32,6 +32,14 @@ type Options struct {
 	// discards them. (Code that logs through klog's global functions still
 	// writes to klog's output.)
 	Log io.Writer
+	// Authorize runs the apiserver with --authorization-mode=Node,RBAC, as
+	// a cluster runs it, and a token file holding a tenant user
+	// (TenantConfig); Config stays an administrator (system:masters).
+	// Without it every request is authorized.
+	Authorize bool
+	// AuditLog, when set, is the path of the apiserver's audit log: one
+	// JSON event per request at level Metadata (ReadAudit reads it).
+	AuditLog string
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -78,10 +86,16 @@ func Start(opts Options) (*ControlPlane, error) {
 
 	instance := kubeapiservertesting.NewDefaultTestServerOptions()
 	instance.DisableInvariantChecks = true
+	serverFlags, tenantToken, err := optionFlags(tb.TempDir(), opts)
+	if err != nil {
+		etcd.Close()
+		tb.cleanup()
+		return nil, err
+	}
 	var server kubeapiservertesting.TestServer
 	err = tb.run(func() {
 		var startErr error
-		server, startErr = kubeapiservertesting.StartTestServer(tb, instance, flags, storage)
+		server, startErr = kubeapiservertesting.StartTestServer(tb, instance, serverFlags, storage)
 		if startErr != nil {
 			tb.Fatalf("start kube-apiserver: %v", startErr)
 		}
@@ -99,7 +113,34 @@ func Start(opts Options) (*ControlPlane, error) {
 		cp.Stop()
 		return nil, fmt.Errorf("client: %w", err)
 	}
+	if tenantToken != "" {
+		cp.TenantUser = tenantUser
+		cp.TenantConfig = rest.AnonymousClientConfig(cp.Config)
+		cp.TenantConfig.BearerToken = tenantToken
+	}
 	return cp, nil
+}
+
+// optionFlags are the apiserver's flags for opts, with the files they name
+// written in dir; tenantToken is the tenant's token when authorizing.
+func optionFlags(dir string, opts Options) (out []string, tenantToken string, err error) {
+	out = append(out, flags...)
+	if opts.Authorize {
+		tenantToken = randomToken()
+		tokens := filepath.Join(dir, "tokens.csv")
+		if err := os.WriteFile(tokens, []byte(fmt.Sprintf("%s,%s,%s\n", tenantToken, tenantUser, tenantUser)), 0o600); err != nil {
+			return nil, "", err
+		}
+		out = append(out, "--authorization-mode=Node,RBAC", "--token-auth-file="+tokens)
+	}
+	if opts.AuditLog != "" {
+		policy := filepath.Join(dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return nil, "", err
+		}
+		out = append(out, "--audit-policy-file="+policy, "--audit-log-path="+opts.AuditLog, "--audit-log-format=json", "--audit-log-mode=blocking")
+	}
+	return out, tenantToken, nil
 }
 
 // Stop ends the apiserver, then etcd, and removes their files.

@@ -34,8 +34,17 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	// Written aside and renamed, so that whoever waits for the file never
+	// reads half of it.
+	tmp := path + ".tmp"
+	if err := clientcmd.WriteToFile(*cfg, tmp); err != nil {
 		return fmt.Errorf("write kubeconfig: %w", err)
 	}
-	return os.Chmod(path, 0o600)
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write kubeconfig: %w", err)
+	}
+	return nil
 }

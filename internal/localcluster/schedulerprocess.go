@@ -53,6 +53,10 @@ type SchedulerProcessOptions struct {
 	Config []byte
 	// Log also receives the process's output.
 	Log io.Writer
+	// Kubeconfig is the kubeconfig the scheduler uses; empty writes one
+	// for cp.Config (an administrator). An installed release passes one
+	// holding a token of the Deployment's ServiceAccount.
+	Kubeconfig string
 }
 
 // StartSchedulerProcess runs binary (a hami-scheduler build) against the
@@ -86,9 +90,12 @@ func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
-		return nil, err
+	kubeconfig := opts.Kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = filepath.Join(dir, "kubeconfig")
+		if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+			return nil, err
+		}
 	}
 	if err := writeSchedulerConfig(filepath.Join(dir, "scheduler-config.yaml"), opts.Config, kubeconfig); err != nil {
 		return nil, err

@@ -23,3 +23,9 @@ func CaptureStderr(f *os.File) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(orig), "stderr"), nil
 }
+
+// RestoreStderr points file descriptor 2 back at orig, the file
+// CaptureStderr returned.
+func RestoreStderr(orig *os.File) error {
+	return unix.Dup2(int(orig.Fd()), 2)
+}

@@ -16,8 +16,11 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -238,4 +241,33 @@ func (w *Webhook) Stop() {
 		fmt.Fprintln(os.Stderr, "webhook did not stop within 30s")
 	}
 	_ = os.RemoveAll(w.dir)
+}
+
+// WaitAdmitting waits until the API server sends pods to the webhook: a
+// registered configuration takes the API server a moment to pick up, and a
+// device pod created before then keeps default-scheduler. It dry-runs the
+// creation of a pod in the namespace asking one of resource, until the
+// answer comes back with the webhook's scheduler name.
+func (w *Webhook) WaitAdmitting(ctx context.Context, namespace string, resource corev1.ResourceName, limit time.Duration) error {
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "hami-webhook-probe-", Namespace: namespace},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "probe", Image: "probe",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{resource: *apiresource.NewQuantity(1, apiresource.DecimalSI)}},
+		}}},
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
+		got, err := w.client.CoreV1().Pods(namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			last = err.Error()
+			return false, nil
+		}
+		last = "schedulerName " + got.Spec.SchedulerName
+		return got.Spec.SchedulerName == webhook.DefaultSchedulerName, nil
+	})
+	if err != nil {
+		return fmt.Errorf("webhook %s: a dry-run device pod in %s is not mutated within %s (last: %s): %w", w.name, namespace, limit, last, err)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -55,7 +56,7 @@ func TestShippedWebhookConfiguration(t *testing.T) {
 				t.Errorf("registration differs from manifests/webhook.yaml beyond URL, CA and scope (-shipped +registered):\n%s", diff)
 			}
 			excluded := slices.ContainsFunc(wh.NamespaceSelector.MatchExpressions, func(r metav1.LabelSelectorRequirement) bool {
-				return r.Operator == metav1.LabelSelectorOpNotIn && slices.Contains(r.Values, "kube-system")
+				return r.Operator == metav1.LabelSelectorOpNotIn && r.Key == devices.WebhookIgnoreLabel && slices.Contains(r.Values, "ignore")
 			})
 			if !excluded || *wh.FailurePolicy != admissionv1.Fail {
 				t.Errorf("shipped exclusions or failure policy lost: %+v", wh)

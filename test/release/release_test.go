@@ -1,0 +1,414 @@
+package release
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
+	"github.com/hami-scheduler/hami-scheduler/internal/release"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+)
+
+// waitLimit bounds each wait; a leader takeover waits out the shipped
+// lease (15 s) at worst.
+const waitLimit = 60 * time.Second
+
+// valueSets are the chart values the release runs with.
+var valueSets = []struct {
+	name          string
+	values        map[string]any
+	schedulerName string
+	// vendorSource is where the schedulers read their vendors from, as
+	// they log it.
+	vendorSource string
+}{
+	{name: "defaults", schedulerName: "hami-scheduler", vendorSource: `source="vendors"`},
+	{name: "custom-scheduler-name", values: map[string]any{"schedulerName": "gpu-scheduler"}, schedulerName: "gpu-scheduler", vendorSource: `source="vendors"`},
+	// HAMi's device-config.yaml as the chart's ConfigMap, mounted into
+	// both binaries.
+	{name: "device-config", values: map[string]any{"deviceConfig": map[string]any{"content": deviceConfig()}}, schedulerName: "hami-scheduler",
+		vendorSource: `source="deviceConfigFile `},
+}
+
+// deviceConfig is HAMi v2.10's chart-default device-config.yaml.
+func deviceConfig() string {
+	data, err := os.ReadFile(filepath.Join(manifestgen.RepoRoot(), "test", "testdata", "device-config.yaml"))
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}
+
+// For each value set, on the installed release: a fractional pod and a
+// multi-card pod run with their cards; a pod that cannot fit runs once
+// the pods holding the cards are deleted; when the leading scheduler
+// stops, the other replica takes over and schedules; a tenant with
+// namespaced pod rights cannot forge HAMi's annotations; and the audit
+// log shows no request of the scheduler or the webhook refused.
+func TestRelease(t *testing.T) {
+	if controlPlane == nil {
+		t.Skip("no control plane: the test binary is not stamped with a Kubernetes release (make test-unit stamps it)")
+	}
+	for i, vs := range valueSets {
+		t.Run(vs.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+			defer cancel()
+			since := time.Now()
+			r, err := release.Install(ctx, controlPlane, release.Options{
+				Values: vs.values, Scheduler: binDir + "/hami-scheduler", Webhook: binDir + "/hami-webhook",
+				Dir: t.TempDir(), Log: logFile,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Uninstall()
+			for _, s := range r.Schedulers {
+				if !strings.Contains(s.Output(), vs.vendorSource) {
+					t.Errorf("a scheduler replica did not read its vendors from %s:\n%s", vs.vendorSource, s.Output())
+				}
+			}
+			e := newEnv(ctx, t, fmt.Sprintf("release-%d", i))
+			e.addNodes("2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10")
+
+			frac := e.create(e.pod("fractional", 1, 2000, 0))
+			multi := e.create(e.pod("multi-card", 2, 4000, 0))
+			for _, p := range []*corev1.Pod{frac, multi} {
+				if p.Spec.SchedulerName != vs.schedulerName {
+					t.Errorf("pod %s: schedulerName %q after admission, want %s", p.Name, p.Spec.SchedulerName, vs.schedulerName)
+				}
+				got := e.waitRunning(p.Name)
+				if _, ok := got.Annotations[devices.AssignmentRecord]; !ok {
+					t.Errorf("pod %s runs without its device assignment", p.Name)
+				}
+			}
+			// Whole-node pods: one takes the node the others left free,
+			// the second waits until they are deleted.
+			e.create(e.pod("whole-1", 4, 0, 100))
+			e.waitRunning("whole-1")
+			e.create(e.pod("whole-2", 4, 0, 100))
+			e.waitPendingUnschedulable("whole-2")
+			e.delete(frac.Name)
+			e.delete(multi.Name)
+			e.waitRunning("whole-2")
+
+			leaderFailover(e, r)
+			tenantCannotForge(e)
+			checkNoForbidden(t, r.Namespace, since)
+		})
+	}
+}
+
+// leaderFailover stops the replica that acquired the lease (client-go's
+// leader election logs it) and checks that the other takes over and
+// schedules the next pod.
+func leaderFailover(e *env, r *release.Release) {
+	e.t.Helper()
+	e.delete("whole-1")
+	e.delete("whole-2")
+	var leader *localcluster.SchedulerProcess
+	e.eventually("a scheduler replica leading", func() (bool, string) {
+		leader = nil
+		for _, s := range r.Schedulers {
+			if strings.Contains(strings.ToLower(s.Output()), "successfully acquired lease") {
+				leader = s
+			}
+		}
+		return leader != nil, fmt.Sprintf("%d replicas, none acquired the lease", len(r.Schedulers))
+	})
+	leader.Stop()
+	e.create(e.pod("after-failover", 1, 1000, 0))
+	e.waitRunning("after-failover")
+	for _, s := range r.Schedulers {
+		if s != leader && !strings.Contains(strings.ToLower(s.Output()), "successfully acquired lease") {
+			e.t.Errorf("the standby replica did not take the lease over")
+		}
+	}
+}
+
+// tenantCannotForge: a user with rights on pods in one namespace only
+// cannot create a pod carrying HAMi's assignment annotations, nor one that
+// names a node to skip the scheduler and the webhook's routing with them:
+// the shipped ValidatingAdmissionPolicy refuses with its message.
+func tenantCannotForge(e *env) {
+	e.t.Helper()
+	ns := e.ns
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pods"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "update", "patch", "get", "list", "delete"}},
+	}}
+	if _, err := controlPlane.Client.RbacV1().Roles(ns).Create(e.ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tenant-pods"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "pods"},
+		Subjects: []rbacv1.Subject{{Kind: "User", APIGroup: "rbac.authorization.k8s.io", Name: controlPlane.TenantUser}},
+	}
+	if _, err := controlPlane.Client.RbacV1().RoleBindings(ns).Create(e.ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		e.t.Fatal(err)
+	}
+	tenant, err := kubernetes.NewForConfig(controlPlane.TenantConfig)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	forged := e.pod("forged", 1, 1000, 0)
+	forged.Annotations = map[string]string{
+		devices.AssignedNode:             "anywhere",
+		"hami.io/vgpu-devices-allocated": "GPU-forged,NVIDIA,40000,100:;",
+	}
+	// No device request: the webhook's matchConditions skip it, and the
+	// node's device plugin would read the forged assignment.
+	skip := e.pod("skips-webhook", 0, 0, 0)
+	skip.Spec.Containers[0].Resources = corev1.ResourceRequirements{}
+	skip.Spec.NodeName = e.group + "-0"
+	skip.Annotations = map[string]string{
+		devices.AssignedNode: skip.Spec.NodeName, devices.BindPhase: devices.BindPhaseAllocating,
+		"hami.io/vgpu-devices-to-allocate": "GPU-forged,NVIDIA,40000,100:;",
+	}
+	for _, p := range []*corev1.Pod{forged, skip} {
+		var err error
+		// RBAC bindings take a moment to reach the authorizer's cache.
+		_ = wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			_, err = tenant.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{})
+			return err == nil || !strings.Contains(err.Error(), "cannot create resource"), nil
+		})
+		if err == nil || !strings.Contains(err.Error(), "only hami-scheduler and the device plugin may set") {
+			e.t.Errorf("tenant created pod %s with forged annotations: %v, want the policy's refusal", p.Name, err)
+		}
+	}
+}
+
+// checkNoForbidden fails the test for every request of the release's
+// scheduler or webhook that the API server refused with 403.
+func checkNoForbidden(t *testing.T, namespace string, since time.Time) {
+	t.Helper()
+	denied := forbidden(t, namespace, since)
+	for _, e := range denied {
+		t.Errorf("forbidden: %s", e)
+	}
+}
+
+// forbidden are the audit log's 403 answers to the release's
+// ServiceAccounts since the time.
+func forbidden(t *testing.T, namespace string, since time.Time) []localcluster.AuditEvent {
+	t.Helper()
+	events, err := localcluster.ReadAudit(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := []string{
+		"system:serviceaccount:" + namespace + ":hami-scheduler",
+		"system:serviceaccount:" + namespace + ":hami-webhook",
+	}
+	var out []localcluster.AuditEvent
+	for _, e := range events {
+		for _, u := range users {
+			if e.User.Username == u && e.Code() == 403 && !e.StageTimestamp.Time.Before(since) {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+// env is one test's namespace and nodes.
+type env struct {
+	t     *testing.T
+	ctx   context.Context
+	ns    string
+	group string
+}
+
+func newEnv(ctx context.Context, t *testing.T, name string) *env {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if _, err := controlPlane.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	agent, err := simnode.NewAgent(controlPlane.Config, simnode.Options{Workers: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(agent.Stop)
+	return &env{t: t, ctx: ctx, ns: name, group: name}
+}
+
+func (e *env) addNodes(spec string) {
+	e.t.Helper()
+	specs, err := simnode.ParseSpecs(spec)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var nodes []*corev1.Node
+	for _, s := range specs {
+		nodes = append(nodes, s.Build(e.group, len(nodes))...)
+	}
+	for _, n := range nodes {
+		n.Labels["e2e.hami.io/group"] = e.group
+	}
+	if err := simnode.Create(e.ctx, controlPlane.Client, nodes); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// pod asks cards NVIDIA cards with memory MiB and cores percent (0: not
+// asked) on the test's nodes; it names no scheduler: the webhook does.
+func (e *env) pod(name string, cards, memory, cores int64) *corev1.Pod {
+	limits := corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(cards, resource.DecimalSI)}
+	if memory > 0 {
+		limits["nvidia.com/gpumem"] = *resource.NewQuantity(memory, resource.DecimalSI)
+	}
+	if cores > 0 {
+		limits["nvidia.com/gpucores"] = *resource.NewQuantity(cores, resource.DecimalSI)
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"e2e.hami.io/group": e.group},
+			Containers:   []corev1.Container{{Name: "cuda", Image: "cuda", Resources: corev1.ResourceRequirements{Limits: limits}}},
+		},
+	}
+}
+
+func (e *env) create(p *corev1.Pod) *corev1.Pod {
+	e.t.Helper()
+	got, err := controlPlane.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatalf("create %s: %v", p.Name, err)
+	}
+	return got
+}
+
+func (e *env) delete(name string) {
+	e.t.Helper()
+	err := controlPlane.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		e.t.Fatal(err)
+	}
+	e.eventually("pod "+name+" gone", func() (bool, string) {
+		_, err := controlPlane.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}
+
+func (e *env) waitRunning(name string) *corev1.Pod {
+	e.t.Helper()
+	var p *corev1.Pod
+	e.eventually("pod "+name+" running", func() (bool, string) {
+		var err error
+		p, err = controlPlane.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodRunning, fmt.Sprintf("phase %s node %q conditions %v", p.Status.Phase, p.Spec.NodeName, p.Status.Conditions)
+	})
+	return p
+}
+
+// waitPendingUnschedulable waits for the scheduler to mark the pod
+// unschedulable.
+func (e *env) waitPendingUnschedulable(name string) {
+	e.t.Helper()
+	e.eventually("pod "+name+" unschedulable", func() (bool, string) {
+		p, err := controlPlane.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return p.Spec.NodeName == "", c.Message
+			}
+		}
+		return false, fmt.Sprintf("node %q conditions %v", p.Spec.NodeName, p.Status.Conditions)
+	})
+}
+
+func (e *env) eventually(what string, cond func() (bool, string)) {
+	e.t.Helper()
+	var last string
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, waitLimit, true, func(context.Context) (bool, error) {
+		ok, state := cond()
+		last = state
+		return ok, nil
+	})
+	if err != nil {
+		e.t.Fatalf("%s: not within %s; last: %s", what, waitLimit, last)
+	}
+}
+
+// The audit catches a request the shipped RBAC does not allow: with the
+// rule that lets hami-scheduler patch pods removed from its ClusterRole,
+// the assignment patch of the next pod is refused and shows as a 403 of
+// the scheduler's ServiceAccount.
+func TestAuditCatchesARemovedRule(t *testing.T) {
+	if controlPlane == nil {
+		t.Skip("no control plane: the test binary is not stamped with a Kubernetes release (make test-unit stamps it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	r, err := release.Install(ctx, controlPlane, release.Options{
+		Scheduler: binDir + "/hami-scheduler", Webhook: binDir + "/hami-webhook", Dir: t.TempDir(), Log: logFile,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Uninstall()
+	roles := controlPlane.Client.RbacV1().ClusterRoles()
+	role, err := roles.Get(ctx, "hami-scheduler", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := role.DeepCopy()
+	defer func() {
+		fresh, err := roles.Get(context.Background(), "hami-scheduler", metav1.GetOptions{})
+		if err == nil {
+			fresh.Rules = shipped.Rules
+			_, err = roles.Update(context.Background(), fresh, metav1.UpdateOptions{})
+		}
+		if err != nil {
+			t.Errorf("restore the ClusterRole: %v", err)
+		}
+	}()
+	var kept []rbacv1.PolicyRule
+	for _, rule := range role.Rules {
+		if !slices.Contains(rule.Resources, "pods") || !slices.Contains(rule.Verbs, "patch") {
+			kept = append(kept, rule)
+		}
+	}
+	if len(kept) == len(role.Rules) {
+		t.Fatalf("ClusterRole hami-scheduler has no rule to patch pods: %+v", role.Rules)
+	}
+	role.Rules = kept
+	if _, err := roles.Update(ctx, role, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now()
+	e := newEnv(ctx, t, "release-audit")
+	e.addNodes("1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10")
+	e.create(e.pod("denied", 1, 1000, 0))
+	e.eventually("a 403 of the scheduler in the audit log", func() (bool, string) {
+		for _, ev := range forbidden(t, r.Namespace, since) {
+			if ev.Verb == "patch" && ev.ObjectRef != nil && ev.ObjectRef.Resource == "pods" {
+				return true, ev.String()
+			}
+		}
+		return false, "none"
+	})
+}
