@@ -12,9 +12,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
@@ -107,11 +110,111 @@ func TestRelease(t *testing.T) {
 			e.delete(multi.Name)
 			e.waitRunning("whole-2")
 
+			e.delete("whole-1")
+			e.delete("whole-2")
+			quotaNamespace(e)
+			preemption(e)
+			nodeUpdate(e)
 			leaderFailover(e, r)
 			tenantCannotForge(e)
 			checkNoForbidden(t, r.Namespace, since)
+			if vs.name == "defaults" {
+				checkEveryGrantUsed(t, r, since)
+			}
 		})
 	}
+}
+
+// quotaNamespace: in a namespace whose ResourceQuota caps device memory,
+// a pod within the cap runs and the webhook (reading the quota with its
+// own rights) refuses one that would exceed it.
+func quotaNamespace(e *env) {
+	e.t.Helper()
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "devices"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"limits.nvidia.com/gpumem": *resource.NewQuantity(3000, resource.DecimalSI)}},
+	}
+	if _, err := controlPlane.Client.CoreV1().ResourceQuotas(e.ns).Create(e.ctx, quota, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	defer func() {
+		_ = controlPlane.Client.CoreV1().ResourceQuotas(e.ns).Delete(e.ctx, quota.Name, metav1.DeleteOptions{})
+	}()
+	e.create(e.pod("within-quota", 1, 2000, 0))
+	e.waitRunning("within-quota")
+	var err error
+	e.eventually("the webhook refusing a pod over the quota", func() (bool, string) {
+		_, err = controlPlane.Client.CoreV1().Pods(e.ns).Create(e.ctx, e.pod("over-quota", 1, 2000, 0), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil && strings.Contains(err.Error(), "quota"), fmt.Sprint(err)
+	})
+	e.delete("within-quota")
+}
+
+// preemption: a high-priority pod that needs the cards of a low-priority
+// one gets them; the scheduler evicts the victim with its own rights.
+func preemption(e *env) {
+	e.t.Helper()
+	for name, value := range map[string]int32{"release-low": 100, "release-high": 100000} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if _, err := controlPlane.Client.SchedulingV1().PriorityClasses().Create(e.ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			e.t.Fatal(err)
+		}
+	}
+	var low []string
+	for i := range 2 {
+		p := e.pod(fmt.Sprintf("low-%d", i), 4, 0, 100)
+		p.Spec.PriorityClassName = "release-low"
+		e.create(p)
+		e.waitRunning(p.Name)
+		low = append(low, p.Name)
+	}
+	high := e.pod("high", 4, 0, 100)
+	high.Spec.PriorityClassName = "release-high"
+	e.create(high)
+	e.waitRunning("high")
+	gone := 0
+	for _, name := range low {
+		if _, err := controlPlane.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			gone++
+		} else {
+			e.delete(name)
+		}
+	}
+	if gone != 1 {
+		e.t.Errorf("%d low-priority pods preempted, want 1", gone)
+	}
+	e.delete("high")
+}
+
+// nodeUpdate: a pod that no card fits while the node's cards are cordoned
+// (hami.io/device-cordon) runs once the node is updated without the
+// cordon.
+func nodeUpdate(e *env) {
+	e.t.Helper()
+	nodes, err := controlPlane.Client.CoreV1().Nodes().List(e.ctx, metav1.ListOptions{LabelSelector: "e2e.hami.io/group=" + e.group})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	cordon := func(n *corev1.Node, value string) {
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%s}}}`, devices.DeviceCordon, value)
+		if _, err := controlPlane.Client.CoreV1().Nodes().Patch(e.ctx, n.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	for i := range nodes.Items {
+		var uuids []string
+		for c := range 4 {
+			uuids = append(uuids, simnode.CardUUID(nodes.Items[i].Name, c))
+		}
+		cordon(&nodes.Items[i], `"`+strings.Join(uuids, ",")+`"`)
+	}
+	e.create(e.pod("after-update", 1, 1000, 0))
+	e.waitPendingUnschedulable("after-update")
+	for i := range nodes.Items {
+		cordon(&nodes.Items[i], "null")
+	}
+	e.waitRunning("after-update")
+	e.delete("after-update")
 }
 
 // leaderFailover stops the replica that acquired the lease (client-go's
@@ -119,8 +222,6 @@ func TestRelease(t *testing.T) {
 // schedules the next pod.
 func leaderFailover(e *env, r *release.Release) {
 	e.t.Helper()
-	e.delete("whole-1")
-	e.delete("whole-2")
 	var leader *localcluster.SchedulerProcess
 	e.eventually("a scheduler replica leading", func() (bool, string) {
 		leader = nil
@@ -199,6 +300,59 @@ func checkNoForbidden(t *testing.T, namespace string, since time.Time) {
 	denied := forbidden(t, namespace, since)
 	for _, e := range denied {
 		t.Errorf("forbidden: %s", e)
+	}
+}
+
+// checkEveryGrantUsed fails the test for every verb on a resource that
+// the release's own ClusterRoles and Roles grant its ServiceAccounts and
+// that no request of theirs used: the RBAC is trimmed to what the audit
+// shows is used. The metrics reader role is Prometheus', not theirs.
+func checkEveryGrantUsed(t *testing.T, r *release.Release, since time.Time) {
+	t.Helper()
+	events, err := localcluster.ReadAudit(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	used := map[string]bool{}
+	for _, ev := range events {
+		if ev.ObjectRef == nil || ev.StageTimestamp.Time.Before(since) || ev.Code() >= 400 {
+			continue
+		}
+		resource := ev.ObjectRef.Resource
+		if ev.ObjectRef.Subresource != "" {
+			resource += "/" + ev.ObjectRef.Subresource
+		}
+		used[ev.User.Username+" "+ev.Verb+" "+resource] = true
+		if ev.Verb == "watch" {
+			// An informer's initial list is a watch here (watch-list
+			// streaming); against API servers without it the same
+			// informer lists.
+			used[ev.User.Username+" list "+resource] = true
+		}
+	}
+	roles := map[string]string{
+		"hami-scheduler": "hami-scheduler", "hami-scheduler-leader-election": "hami-scheduler",
+		"hami-webhook": "hami-webhook", "hami-webhook-certs": "hami-webhook",
+	}
+	for _, o := range r.Objects {
+		sa, ok := roles[o.GetName()]
+		if !ok || (o.GetKind() != "ClusterRole" && o.GetKind() != "Role") {
+			continue
+		}
+		var role rbacv1.ClusterRole
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
+			t.Fatal(err)
+		}
+		user := "system:serviceaccount:" + r.Namespace + ":" + sa
+		for _, rule := range role.Rules {
+			for _, res := range rule.Resources {
+				for _, verb := range rule.Verbs {
+					if !used[user+" "+verb+" "+res] {
+						t.Errorf("%s %s grants %s %s, which %s never used", o.GetKind(), o.GetName(), verb, res, user)
+					}
+				}
+			}
+		}
 	}
 }
 
