@@ -115,6 +115,7 @@ func TestRelease(t *testing.T) {
 			quotaNamespace(e)
 			preemption(e)
 			nodeUpdate(e)
+			certificateRotation(e, r)
 			leaderFailover(e, r)
 			tenantCannotForge(e)
 			checkNoForbidden(t, r.Namespace, since)
@@ -215,6 +216,55 @@ func nodeUpdate(e *env) {
 	}
 	e.waitRunning("after-update")
 	e.delete("after-update")
+}
+
+// certificateRotation: the webhook issued its own CA and certificate into
+// the Secret the chart creates empty (the API server reaches it through
+// them); when the Secret loses them, the webhook issues new ones, the
+// mounted files follow, the MutatingWebhookConfiguration's caBundle is
+// updated, and the API server still sends pods to the webhook.
+func certificateRotation(e *env, r *release.Release) {
+	e.t.Helper()
+	secrets := controlPlane.Client.CoreV1().Secrets(r.Namespace)
+	secret, err := secrets.Get(e.ctx, "hami-webhook-tls", metav1.GetOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	oldCA := string(secret.Data["ca.crt"])
+	if oldCA == "" || len(secret.Data["tls.crt"]) == 0 {
+		e.t.Fatalf("the webhook issued no certificate into its Secret: keys %v", keys(secret.Data))
+	}
+	secret.Data = nil
+	if _, err := secrets.Update(e.ctx, secret, metav1.UpdateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.eventually("a new CA in the Secret and the webhook configuration", func() (bool, string) {
+		s, err := secrets.Get(e.ctx, "hami-webhook-tls", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		ca := string(s.Data["ca.crt"])
+		mwc, err := controlPlane.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(e.ctx, "hami-webhook", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return ca != "" && ca != oldCA && string(mwc.Webhooks[0].ClientConfig.CABundle) == ca, "waiting"
+	})
+	e.eventually("a device pod still mutated", func() (bool, string) {
+		p, err := controlPlane.Client.CoreV1().Pods(e.ns).Create(e.ctx, e.pod("after-rotation", 1, 1000, 0), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Spec.SchedulerName != corev1.DefaultSchedulerName, p.Spec.SchedulerName
+	})
+}
+
+func keys(m map[string][]byte) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
 
 // leaderFailover stops the replica that acquired the lease (client-go's
