@@ -161,17 +161,28 @@ func preemption(e *env) {
 			e.t.Fatal(err)
 		}
 	}
+	// The Priority admission plugin learns of new classes from its
+	// informer: retry until it knows them.
+	createWithPriority := func(p *corev1.Pod) {
+		e.eventually("pod "+p.Name+" created with priority class "+p.Spec.PriorityClassName, func() (bool, string) {
+			_, err := controlPlane.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{})
+			if err != nil && !strings.Contains(err.Error(), "no PriorityClass with name") {
+				e.t.Fatalf("create %s: %v", p.Name, err)
+			}
+			return err == nil, fmt.Sprint(err)
+		})
+	}
 	var low []string
 	for i := range 2 {
 		p := e.pod(fmt.Sprintf("low-%d", i), 4, 0, 100)
 		p.Spec.PriorityClassName = "release-low"
-		e.create(p)
+		createWithPriority(p)
 		e.waitRunning(p.Name)
 		low = append(low, p.Name)
 	}
 	high := e.pod("high", 4, 0, 100)
 	high.Spec.PriorityClassName = "release-high"
-	e.create(high)
+	createWithPriority(high)
 	e.waitRunning("high")
 	gone := 0
 	for _, name := range low {
