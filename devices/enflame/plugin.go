@@ -2,6 +2,7 @@ package enflame
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +28,10 @@ var _ devices.ServeChecker = &DRS{}
 //   - two containers: the second may get the first one's card.
 func (v *DRS) CheckServable(pod *corev1.Pod) error {
 	inits, regular := devices.ContainersAsking(pod, v.names.Count, v.names.Memory, v.names.Cores)
+	countInits, countRegular := devices.ContainersAsking(pod, v.names.Count)
+	withCount := append(countInits, countRegular...)
 	for _, c := range append(inits, regular...) {
-		if !asksLimit(pod, c, v.names.Count) {
+		if !slices.Contains(withCount, c) {
 			return unservable("container %s asks %s or %s without %s; the plugin is called for %s only, so ask the slices (%s: N) instead",
 				c, v.names.Memory, v.names.Cores, v.names.Count, v.names.Count, v.names.Count)
 		}
@@ -45,16 +48,4 @@ func (v *DRS) CheckServable(pod *corev1.Pod) error {
 
 func unservable(format string, args ...any) error {
 	return &devices.UnservableError{Plugin: PluginVersion, Reason: fmt.Sprintf(format, args...)}
-}
-
-// asksLimit reports whether the named container's limits ask a positive
-// amount of the resource.
-func asksLimit(pod *corev1.Pod, container string, name corev1.ResourceName) bool {
-	for _, c := range devices.Containers(pod) {
-		if c.Name == container {
-			q, ok := c.Resources.Limits[name]
-			return ok && q.Sign() > 0
-		}
-	}
-	return false
 }

@@ -243,12 +243,22 @@ func (w *Webhook) Stop() {
 	_ = os.RemoveAll(w.dir)
 }
 
-// WaitAdmitting waits until the API server sends pods to the webhook: a
+// WaitAdmitting waits until the API server sends pods of the namespace to
+// the webhook (WaitWebhookAdmits), which then gives them
+// webhook.DefaultSchedulerName.
+func (w *Webhook) WaitAdmitting(ctx context.Context, namespace string, resource corev1.ResourceName, limit time.Duration) error {
+	if err := WaitWebhookAdmits(ctx, w.client, namespace, resource, webhook.DefaultSchedulerName, limit); err != nil {
+		return fmt.Errorf("webhook %s: %w", w.name, err)
+	}
+	return nil
+}
+
+// WaitWebhookAdmits waits until the API server sends pods to a webhook: a
 // registered configuration takes the API server a moment to pick up, and a
 // device pod created before then keeps default-scheduler. It dry-runs the
 // creation of a pod in the namespace asking one of resource, until the
-// answer comes back with the webhook's scheduler name.
-func (w *Webhook) WaitAdmitting(ctx context.Context, namespace string, resource corev1.ResourceName, limit time.Duration) error {
+// answer comes back with schedulerName.
+func WaitWebhookAdmits(ctx context.Context, client kubernetes.Interface, namespace string, resource corev1.ResourceName, schedulerName string, limit time.Duration) error {
 	probe := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "hami-webhook-probe-", Namespace: namespace},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
@@ -258,16 +268,16 @@ func (w *Webhook) WaitAdmitting(ctx context.Context, namespace string, resource 
 	}
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
-		got, err := w.client.CoreV1().Pods(namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		got, err := client.CoreV1().Pods(namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
 		last = "schedulerName " + got.Spec.SchedulerName
-		return got.Spec.SchedulerName == webhook.DefaultSchedulerName, nil
+		return got.Spec.SchedulerName == schedulerName, nil
 	})
 	if err != nil {
-		return fmt.Errorf("webhook %s: a dry-run device pod in %s is not mutated within %s (last: %s): %w", w.name, namespace, limit, last, err)
+		return fmt.Errorf("a dry-run device pod in %s is not given %s within %s (last: %s): %w", namespace, schedulerName, limit, last, err)
 	}
 	return nil
 }

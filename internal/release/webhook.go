@@ -6,10 +6,11 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	corev1 "k8s.io/api/core/v1"
-	apiresource "k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -32,7 +33,7 @@ func (r *Release) startWebhooks(ctx context.Context) error {
 		addrs = append(addrs, p.Ports["bind-address"])
 	}
 	r.proxy.setBackends(addrs)
-	return r.waitAdmitting(ctx, 2*time.Minute)
+	return r.waitAdmitting(ctx, &d.Spec.Template.Spec.Containers[0], 2*time.Minute)
 }
 
 // startWebhook runs one replica of the pod spec's webhook container.
@@ -136,31 +137,25 @@ func waitHTTP(ctx context.Context, p *Process, url string, limit time.Duration) 
 	return nil
 }
 
-// waitAdmitting dry-runs a device pod in the default namespace until the
-// answer comes back with a scheduler name the webhook set.
-func (r *Release) waitAdmitting(ctx context.Context, limit time.Duration) error {
-	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "release-probe-", Namespace: metav1.NamespaceDefault},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "probe", Resources: corev1.ResourceRequirements{
-			Limits: corev1.ResourceList{"nvidia.com/gpu": *apiresource.NewQuantity(1, apiresource.DecimalSI)},
-		}}}},
-	}
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
-		got, err := r.cp.Client.CoreV1().Pods(metav1.NamespaceDefault).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			last = err.Error()
-			return false, nil
+// waitAdmitting waits until the API server sends pods of the default
+// namespace to the webhook, which gives them the scheduler name its
+// container's --scheduler-name says.
+func (r *Release) waitAdmitting(ctx context.Context, container *corev1.Container, limit time.Duration) error {
+	schedulerName := ""
+	for _, a := range container.Args {
+		if v, ok := strings.CutPrefix(a, "--scheduler-name="); ok {
+			schedulerName = v
 		}
-		last = "schedulerName " + got.Spec.SchedulerName
-		return got.Spec.SchedulerName != corev1.DefaultSchedulerName, nil
-	})
-	if err != nil {
+	}
+	if schedulerName == "" {
+		return fmt.Errorf("webhook container %s has no --scheduler-name", container.Name)
+	}
+	if err := localcluster.WaitWebhookAdmits(ctx, r.cp.Client, metav1.NamespaceDefault, "nvidia.com/gpu", schedulerName, limit); err != nil {
 		out := ""
 		for _, w := range r.Webhooks {
 			out += tailOf(w.Output(), 2000)
 		}
-		return fmt.Errorf("the API server does not send pods to the webhook (last: %s): %w\n%s", last, err, out)
+		return fmt.Errorf("the API server does not send pods to the webhook: %w\n%s", err, out)
 	}
 	return nil
 }

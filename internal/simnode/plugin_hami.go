@@ -3,7 +3,6 @@ package simnode
 import (
 	"context"
 	"errors"
-	"maps"
 	"strconv"
 	"strings"
 
@@ -78,7 +77,7 @@ func (m *hamiPlugin) allocate(ctx context.Context, dp *devicePlugin, call alloca
 		if err != nil || call.container >= len(grants) || len(grants[call.container]) == 0 {
 			return m.allocationFailed(ctx, dp, current, "no device allocation found for container "+strconv.Itoa(call.container))
 		}
-		m.finish(ctx, dp, current, devices.BindPhaseSuccess)
+		dp.succeed(ctx, current, m.lock, m.served)
 		return nil
 	}
 	value, ok := current.Annotations[m.toAllocate]
@@ -123,26 +122,13 @@ func (m *hamiPlugin) trySuccess(ctx context.Context, dp *devicePlugin, pod *core
 	if strings.Contains(fresh.Annotations[m.toAllocate], m.word) {
 		return
 	}
-	m.finish(ctx, dp, pod, devices.BindPhaseSuccess)
+	// HAMi's updatePodAnnotationsAndReleaseLock; the vendor's served
+	// flags go into the same patch.
+	dp.succeed(ctx, pod, m.lock, m.served)
 }
 
 // allocationFailed is HAMi's PodAllocationFailed: bind-phase=failed and the
 // node lock released; Allocate then returns the error.
 func (m *hamiPlugin) allocationFailed(ctx context.Context, dp *devicePlugin, pod *corev1.Pod, reason string) error {
-	m.finish(ctx, dp, pod, devices.BindPhaseFailed)
-	return errors.New(reason)
-}
-
-// finish is HAMi's updatePodAnnotationsAndReleaseLock: errors are logged,
-// not returned. On success the vendor's served flags go into the same
-// patch; a plugin without a lock releases none.
-func (m *hamiPlugin) finish(ctx context.Context, dp *devicePlugin, pod *corev1.Pod, phase string) {
-	annotations := map[string]string{devices.BindPhase: phase}
-	if phase == devices.BindPhaseSuccess {
-		maps.Copy(annotations, m.served)
-	}
-	dp.setAnnotationsLogged(ctx, pod, annotations)
-	if m.lock != "" {
-		dp.releaseLockLogged(ctx, pod, m.lock)
-	}
+	return dp.failPod(ctx, pod, m.lock, errors.New(reason))
 }
