@@ -2,33 +2,67 @@ package plugins
 
 import (
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// DefaultHandOverTime is a node's hand-over time per pod until one is
+// measured: HAMi's device plugin makes 8 API calls per pod through a
+// client limited to 5 QPS (client-go's default), 1.6 s once its burst is
+// spent.
+const DefaultHandOverTime = 1600 * time.Millisecond
+
+// handOverWeight is the weight of a new measurement in a node's hand-over
+// time (an exponentially weighted mean).
+const handOverWeight = 0.25
 
 // nodeQueues counts, per node, the pods this scheduler is handing over to
 // it: from Reserve until the node's device plugin has served the pod (its
 // bind-phase is success or failed), the pod is gone, or Unreserve. Only
 // pods that take the node lock count. These pods hold or wait for the
 // node's lock, so a node with a long queue takes a new pod only after all
-// of them (nodeQueueLimit).
+// of them (nodeQueueLimit, nodeQueueWait).
+//
+// It also measures each node's hand-over time per pod: when the device
+// plugin serves a pod that was queued behind the previous one, the time
+// between the two services (the pods of one node are served one after
+// the other), averaged from DefaultHandOverTime.
 type nodeQueues struct {
 	mu     sync.Mutex
-	nodeOf map[types.UID]string
-	length map[string]int
+	queued map[types.UID]queuedPod
+	nodes  map[string]*nodeQueue
+}
+
+type queuedPod struct {
+	node  string
+	since time.Time
+}
+
+type nodeQueue struct {
+	length int
+	// perPod is the measured hand-over time per pod (0: none yet).
+	perPod time.Duration
+	// lastServed is when the node's device plugin last served a pod.
+	lastServed time.Time
 }
 
 // add queues the pod on node (again: a pod is queued on one node at most).
-func (q *nodeQueues) add(uid types.UID, node string) {
+func (q *nodeQueues) add(uid types.UID, node string, now time.Time) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.nodeOf == nil {
-		q.nodeOf, q.length = map[types.UID]string{}, map[string]int{}
+	if q.queued == nil {
+		q.queued, q.nodes = map[types.UID]queuedPod{}, map[string]*nodeQueue{}
 	}
 	q.removeLocked(uid)
-	q.nodeOf[uid] = node
-	q.length[node]++
+	q.queued[uid] = queuedPod{node: node, since: now}
+	nq := q.nodes[node]
+	if nq == nil {
+		nq = &nodeQueue{}
+		q.nodes[node] = nq
+	}
+	nq.length++
 }
 
 // remove takes the pod out of its node's queue, if it is in one.
@@ -39,29 +73,112 @@ func (q *nodeQueues) remove(uid types.UID) {
 }
 
 func (q *nodeQueues) removeLocked(uid types.UID) {
-	node, ok := q.nodeOf[uid]
+	qp, ok := q.queued[uid]
 	if !ok {
 		return
 	}
-	delete(q.nodeOf, uid)
-	if q.length[node] <= 1 {
-		delete(q.length, node)
+	delete(q.queued, uid)
+	if nq := q.nodes[qp.node]; nq != nil && nq.length > 0 {
+		nq.length--
+	}
+}
+
+// served ends the pod's hand-over and measures the node's time per pod
+// when the pod was queued behind the one served before it: the time
+// between the two services. A pod sent to an idle node is served out of
+// the device plugin's burst, faster than a queue is, and measures nothing.
+func (q *nodeQueues) served(uid types.UID, now time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	qp, ok := q.queued[uid]
+	if !ok {
 		return
 	}
-	q.length[node]--
+	q.removeLocked(uid)
+	nq := q.nodes[qp.node]
+	previous := nq.lastServed
+	nq.lastServed = now
+	if previous.IsZero() || !qp.since.Before(previous) || now.Before(previous) {
+		return
+	}
+	if nq.perPod <= 0 {
+		nq.perPod = DefaultHandOverTime
+	}
+	nq.perPod += time.Duration(handOverWeight * float64(now.Sub(previous)-nq.perPod))
 }
 
 // len is the node's queue length.
 func (q *nodeQueues) len(node string) int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.length[node]
+	if nq := q.nodes[node]; nq != nil {
+		return nq.length
+	}
+	return 0
+}
+
+// load is the node's queue length and its hand-over time per pod
+// (DefaultHandOverTime until measured).
+func (q *nodeQueues) load(node string) (length int, perPod time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	nq := q.nodes[node]
+	if nq == nil {
+		return 0, DefaultHandOverTime
+	}
+	perPod = nq.perPod
+	if perPod <= 0 {
+		perPod = DefaultHandOverTime
+	}
+	return nq.length, perPod
+}
+
+// queueLoad is a node's queue length and hand-over time per pod.
+type queueLoad struct {
+	length int
+	perPod time.Duration
+}
+
+// busy returns the load of every node with a pod in its queue (a copy).
+func (q *nodeQueues) busy() map[string]queueLoad {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	out := make(map[string]queueLoad, len(q.queued))
+	for _, qp := range q.queued {
+		if _, ok := out[qp.node]; ok {
+			continue
+		}
+		nq := q.nodes[qp.node]
+		perPod := nq.perPod
+		if perPod <= 0 {
+			perPod = DefaultHandOverTime
+		}
+		out[qp.node] = queueLoad{length: nq.length, perPod: perPod}
+	}
+	return out
+}
+
+// has reports whether the pod is in a queue.
+func (q *nodeQueues) has(uid types.UID) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.queued[uid]
+	return ok
 }
 
 // observe ends the pod's hand-over when the API shows its device plugin
 // served it.
-func (q *nodeQueues) observe(pod *corev1.Pod) {
+func (q *nodeQueues) observe(pod *corev1.Pod, now time.Time) {
 	if handOverResult(pod) != "" {
-		q.remove(pod.UID)
+		q.served(pod.UID, now)
+	}
+}
+
+// forgetNode drops what is known of a node that left the cluster.
+func (q *nodeQueues) forgetNode(node string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if nq := q.nodes[node]; nq != nil && nq.length == 0 {
+		delete(q.nodes, node)
 	}
 }

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/klog/v2"
@@ -23,8 +24,9 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
+	p.waiting.reserve(pod.UID, true)
 	if sharedLockAsks(p.registry.Vendors(), s.requests) {
-		p.queues.add(pod.UID, nodeName)
+		p.queues.add(pod.UID, nodeName, time.Now())
 	}
 	klog.FromContext(ctx).V(4).Info("Devices assumed", "pod", klog.KObj(pod), "node", nodeName)
 	p.filteringSucceeded(pod, s, nodeName)
@@ -53,6 +55,7 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 	}
 	p.cache.Forget(pod)
 	p.queues.remove(pod.UID)
+	p.waiting.reserve(pod.UID, false)
 	p.releaseVendorLocks(ctx, state, pod)
 	klog.FromContext(ctx).V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 }

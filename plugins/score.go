@@ -65,8 +65,9 @@ var _ fwk.ScoreExtensions = &Plugin{}
 
 // NormalizeScore implements fwk.ScoreExtensions: a pod asking a vendor
 // with a vendor node score is ranked by HAMi's sum (vendorscore.go), other
-// scores are in range already; then, with nodeQueueLimit, nodes rank by
-// their queue first (queuescore.go).
+// scores are in range already; then, with nodeQueueWait or
+// nodeQueueLimit, nodes rank by their queue first (queuescore.go,
+// queuelimit.go).
 func (p *Plugin) NormalizeScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
@@ -78,8 +79,8 @@ func (p *Plugin) NormalizeScore(ctx context.Context, state fwk.CycleState, pod *
 	if p.policyScored(s) {
 		normalizePolicyScores(s.nodePolicy, scores)
 	}
-	if limit := int(p.args.NodeQueueLimit); limit > 0 {
-		rankByQueue(scores, func(node string) int { return p.queues.len(node) / limit })
+	if rounds := p.queueRounds(pod); rounds != nil {
+		rankByQueue(scores, rounds)
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ type HAMiArgs struct {
 	NodeLockExpiry      metav1.Duration
 	NodeLockWait        metav1.Duration
 	NodeQueueLimit      int32
+	NodeQueueWait       metav1.Duration
+	CandidateNodes      int32
 	SuccessEvents       bool
 	DeviceConfigFile    string
 	EnableAscend        bool

@@ -15,6 +15,7 @@ func (in *HAMiArgs) DeepCopyInto(out *HAMiArgs) {
 	out.TypeMeta = in.TypeMeta
 	out.NodeLockExpiry = in.NodeLockExpiry
 	out.NodeLockWait = in.NodeLockWait
+	out.NodeQueueWait = in.NodeQueueWait
 	if in.Vendors != nil {
 		in, out := &in.Vendors, &out.Vendors
 		*out = make([]VendorArgs, len(*in))

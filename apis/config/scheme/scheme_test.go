@@ -82,6 +82,8 @@ func defaults() *config.HAMiArgs {
 		NodeLockExpiry:      metav1.Duration{Duration: 5 * time.Minute},
 		NodeLockWait:        metav1.Duration{Duration: 30 * time.Second},
 		NodeQueueLimit:      20,
+		NodeQueueWait:       metav1.Duration{Duration: 2 * time.Second},
+		CandidateNodes:      100,
 		DeviceConfigFile:    "",
 		Vendors:             []config.VendorArgs{{Name: "nvidia", DefaultCount: ptr.To[int32](1)}},
 	}
@@ -252,6 +254,7 @@ func TestWriteConfig(t *testing.T) {
 		name: "defaults",
 		want: `  - args:
       apiVersion: kubescheduler.config.k8s.io/v1
+      candidateNodes: 100
       deviceConfigFile: ""
       enableAscend: false
       enableIluvatar: false
@@ -260,6 +263,7 @@ func TestWriteConfig(t *testing.T) {
       nodeLockExpiry: 5m0s
       nodeLockWait: 30s
       nodeQueueLimit: 20
+      nodeQueueWait: 2s
       nodeSchedulerPolicy: binpack
       successEvents: false
       vendors:
@@ -273,6 +277,7 @@ func TestWriteConfig(t *testing.T) {
 		args: "nodeSchedulerPolicy: spread\ndeviceConfigFile: /config/device-config.yaml\n",
 		want: `  - args:
       apiVersion: kubescheduler.config.k8s.io/v1
+      candidateNodes: 100
       deviceConfigFile: /config/device-config.yaml
       enableAscend: false
       enableIluvatar: false
@@ -281,6 +286,7 @@ func TestWriteConfig(t *testing.T) {
       nodeLockExpiry: 1m30s
       nodeLockWait: 30s
       nodeQueueLimit: 20
+      nodeQueueWait: 2s
       nodeSchedulerPolicy: spread
       successEvents: false
     name: HAMi

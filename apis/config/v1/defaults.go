@@ -19,6 +19,14 @@ const (
 	// (one pod per 1.6 s): a burst queues no longer than that on a node
 	// while binpack still packs it onto few nodes (docs/benchmarks.md).
 	DefaultNodeQueueLimit int32 = 20
+	// DefaultNodeQueueWait lets one pod wait on a node behind the one its
+	// device plugin serves (1.25 pods of 1.6 s): a steady stream keeps
+	// every node it uses busy, with the fewest waiting; a longer wait
+	// uses the same nodes with longer queues (docs/benchmarks.md).
+	DefaultNodeQueueWait = 2 * time.Second
+	// DefaultCandidateNodes is kube-scheduler's own floor of nodes to
+	// find feasible (minFeasibleNodesToFind).
+	DefaultCandidateNodes int32 = 100
 	// NodeLockExpiryEnv is HAMi's variable for the lock expiry; here it is
 	// only the default of nodeLockExpiry, which an explicit value overrides.
 	NodeLockExpiryEnv = "HAMI_NODELOCK_EXPIRE"
@@ -42,6 +50,12 @@ func SetDefaults_HAMiArgs(obj *HAMiArgs) {
 	}
 	if obj.NodeQueueLimit == nil {
 		obj.NodeQueueLimit = ptr.To(DefaultNodeQueueLimit)
+	}
+	if obj.NodeQueueWait == nil {
+		obj.NodeQueueWait = &metav1.Duration{Duration: DefaultNodeQueueWait}
+	}
+	if obj.CandidateNodes == nil {
+		obj.CandidateNodes = ptr.To(DefaultCandidateNodes)
 	}
 	if obj.SuccessEvents == nil {
 		obj.SuccessEvents = ptr.To(false)

@@ -42,8 +42,31 @@ type HAMiArgs struct {
 	// HAMi's 5 QPS client), so a burst sent to the few nodes binpack
 	// prefers waits in line; a small limit spreads a burst over more nodes
 	// (more nodes and cards touched), a large one keeps the policy's order.
+	// With NodeQueueWait set, the limit is the burst allowance: a node's
+	// queue may grow past NodeQueueWait's bound up to this many pods while
+	// as many pods still wait for this scheduler (a backlog), so that a
+	// burst is packed onto few nodes; outside bursts NodeQueueWait rules.
 	// Default DefaultNodeQueueLimit; 0: no limit, HAMi's order.
 	NodeQueueLimit *int32 `json:"nodeQueueLimit,omitempty"`
+	// NodeQueueWait bounds a node's queue in time: once the pods of this
+	// scheduler in hand-over to a node make an expected wait of at least
+	// this (the pods queued times the node's measured hand-over time per
+	// pod, DefaultHandOverTime until measured), Score prefers nodes with a
+	// shorter wait, as NodeQueueLimit does by count. During a burst the
+	// queue may grow to NodeQueueLimit pods (see there). Default
+	// DefaultNodeQueueWait; 0: the count limit alone, at every time.
+	NodeQueueWait *metav1.Duration `json:"nodeQueueWait,omitempty"`
+	// CandidateNodes bounds the nodes the other plugins filter and score
+	// for a device pod on a large cluster: when more nodes have cards the
+	// pod asks for, PreFilter offers the framework only this many, the
+	// best by the node policy and the node queues among those whose cards
+	// hold the pod (and whose taints, node affinity and cordon let it
+	// in), as Score would rank them. A pod that fits none of them is
+	// offered every node on its next attempt. Pods that may preempt
+	// (priority above 0) or whose placement depends on other pods or
+	// volumes (pod affinity, topology spread, host ports, claims) always
+	// see every node. Default DefaultCandidateNodes; 0: every node.
+	CandidateNodes *int32 `json:"candidateNodes,omitempty"`
 	// SuccessEvents makes the plugin record HAMi's FilteringSucceed and
 	// BindingSucceed events on every pod it places, as HAMi's extender
 	// does. Default false: they cost two API writes per pod and say what

@@ -60,6 +60,12 @@ func autoConvert_v1_HAMiArgs_To_config_HAMiArgs(in *HAMiArgs, out *config.HAMiAr
 	if err := metav1.Convert_Pointer_int32_To_int32(&in.NodeQueueLimit, &out.NodeQueueLimit, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.NodeQueueWait, &out.NodeQueueWait, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_Pointer_int32_To_int32(&in.CandidateNodes, &out.CandidateNodes, s); err != nil {
+		return err
+	}
 	if err := metav1.Convert_Pointer_bool_To_bool(&in.SuccessEvents, &out.SuccessEvents, s); err != nil {
 		return err
 	}
@@ -95,6 +101,12 @@ func autoConvert_config_HAMiArgs_To_v1_HAMiArgs(in *config.HAMiArgs, out *HAMiAr
 		return err
 	}
 	if err := metav1.Convert_int32_To_Pointer_int32(&in.NodeQueueLimit, &out.NodeQueueLimit, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.NodeQueueWait, &out.NodeQueueWait, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_int32_To_Pointer_int32(&in.CandidateNodes, &out.CandidateNodes, s); err != nil {
 		return err
 	}
 	if err := metav1.Convert_bool_To_Pointer_bool(&in.SuccessEvents, &out.SuccessEvents, s); err != nil {

@@ -39,6 +39,16 @@ func (in *HAMiArgs) DeepCopyInto(out *HAMiArgs) {
 		*out = new(int32)
 		**out = **in
 	}
+	if in.NodeQueueWait != nil {
+		in, out := &in.NodeQueueWait, &out.NodeQueueWait
+		*out = new(metav1.Duration)
+		**out = **in
+	}
+	if in.CandidateNodes != nil {
+		in, out := &in.CandidateNodes, &out.CandidateNodes
+		*out = new(int32)
+		**out = **in
+	}
 	if in.SuccessEvents != nil {
 		in, out := &in.SuccessEvents, &out.SuccessEvents
 		*out = new(bool)

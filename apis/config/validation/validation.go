@@ -35,6 +35,12 @@ func ValidateHAMiArgs(path *field.Path, args *config.HAMiArgs, knownVendors []st
 	if args.NodeQueueLimit < 0 {
 		errs = append(errs, field.Invalid(path.Child("nodeQueueLimit"), args.NodeQueueLimit, "must not be negative (0: no limit)"))
 	}
+	if args.NodeQueueWait.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("nodeQueueWait"), args.NodeQueueWait.Duration.String(), "must not be negative (0: the count limit alone)"))
+	}
+	if args.CandidateNodes < 0 {
+		errs = append(errs, field.Invalid(path.Child("candidateNodes"), args.CandidateNodes, "must not be negative (0: every node)"))
+	}
 	if args.DeviceConfigFile != "" && len(args.Vendors) > 0 {
 		errs = append(errs, field.Forbidden(path.Child("vendors"), "must be empty when deviceConfigFile is set: the device config file defines the vendors"))
 	}

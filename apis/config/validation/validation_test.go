@@ -60,6 +60,9 @@ func TestValidateHAMiArgs(t *testing.T) {
 		{"nodeLockWait zero (fail at once)", func(a *config.HAMiArgs) { a.NodeLockWait.Duration = 0 }, nil},
 		{"nodeQueueLimit negative", func(a *config.HAMiArgs) { a.NodeQueueLimit = -1 }, []string{"FieldValueInvalid nodeQueueLimit"}},
 		{"nodeQueueLimit 1", func(a *config.HAMiArgs) { a.NodeQueueLimit = 1 }, nil},
+		{"candidateNodes negative", func(a *config.HAMiArgs) { a.CandidateNodes = -1 }, []string{"FieldValueInvalid candidateNodes"}},
+		{"nodeQueueWait negative", func(a *config.HAMiArgs) { a.NodeQueueWait.Duration = -time.Second }, []string{"FieldValueInvalid nodeQueueWait"}},
+		{"nodeQueueWait zero (the count alone)", func(a *config.HAMiArgs) { a.NodeQueueWait.Duration = 0 }, nil},
 		{"deviceConfigFile alone", func(a *config.HAMiArgs) { a.DeviceConfigFile, a.Vendors = "/config/device-config.yaml", nil }, nil},
 		{"deviceConfigFile with vendors", func(a *config.HAMiArgs) { a.DeviceConfigFile = "/config/device-config.yaml" }, []string{"FieldValueForbidden vendors"}},
 		{"enableAscend with deviceConfigFile", func(a *config.HAMiArgs) {

@@ -199,7 +199,9 @@ profiles:
   #     gpuSchedulerPolicy: spread     # or binpack; pod annotation hami.io/gpu-scheduler-policy
   #     nodeLockExpiry: 5m             # or env HAMI_NODELOCK_EXPIRE
   #     nodeLockWait: 30s
-  #     nodeQueueLimit: 20             # pods in hand-over to a node before Score prefers shorter queues; 0: none
+  #     nodeQueueWait: 2s              # device-plugin work queued on a node before Score prefers shorter queues; 0: the count alone
+  #     nodeQueueLimit: 20             # pods a burst may queue on a node (with nodeQueueWait 0: at every time); 0: none
+  #     candidateNodes: 100            # nodes offered to the other plugins per device pod on larger clusters; 0: every node
   #     deviceConfigFile: ""           # HAMi's device-config.yaml (chart value deviceConfig)
   #     vendors:
   #     - name: nvidia
