@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	fwk "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/scheduler/framework"
 )
 
 // benchPods are the pod shapes of the benchmarks: one container with one
@@ -100,6 +103,34 @@ func BenchmarkReserve(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if st := h.plugin.Reserve(h.ctx, state, pod, "n1"); !st.IsSuccess() {
 					b.Fatal(st)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkPreFilterCandidates is PreFilter choosing the candidateNodes
+// (100) nodes of a 2,000-node cluster, a quarter of them partly used, for
+// a 1-card pod.
+func BenchmarkPreFilterCandidates(b *testing.B) {
+	for _, policy := range []devices.NodePolicy{devices.NodeBinpack, devices.NodeSpread} {
+		b.Run(string(policy), func(b *testing.B) {
+			objs := make([]runtime.Object, 2000)
+			for i := range objs {
+				objs[i] = eightCardNode(fmt.Sprintf("n%04d", i))
+			}
+			h := newHarness(b, nil, objs...)
+			for i := 0; i < 500; i++ {
+				h.schedule(gpuPod(fmt.Sprintf("resident-%d", i), gpu(1, 10000, 30)), fmt.Sprintf("n%04d", i*4))
+			}
+			pod := gpuPod("bench", gpu(1, 4000, 20))
+			pod.Annotations[devices.NodePolicyAnnotation] = string(policy)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				res, st := h.plugin.PreFilter(h.ctx, framework.NewCycleState(), pod, nil)
+				if !st.IsSuccess() || res.AllNodes() || len(res.NodeNames) != 100 {
+					b.Fatalf("%v, %v", res, st)
 				}
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
@@ -85,6 +86,13 @@ func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *core
 	}
 	if note := filteringFailedNote(s.rejections.snapshot()); note != "" {
 		p.event(pod, corev1.EventTypeWarning, EventFilteringFailed, "Scheduling", note)
+	}
+	if s.narrowed {
+		// Another plugin turned every candidate away: offer every node
+		// on the next attempt, at once.
+		p.fullPass.add(pod.UID)
+		fwk.Activate(p.handle, klog.FromContext(ctx), map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
+		klog.FromContext(ctx).V(3).Info("No candidate node fitted the pod; its next attempt sees every node", "pod", klog.KObj(pod))
 	}
 	return nil, fwk.NewStatus(fwk.Unschedulable)
 }

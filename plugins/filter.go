@@ -32,6 +32,10 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
+	if fit, ok := s.fit(node.Name); ok && fit.offered {
+		// PreFilter fitted it when it chose the candidates.
+		return nil
+	}
 	fit, st, detail := p.fitNode(s, pod, node.Name)
 	if !st.IsSuccess() {
 		// The status message is the same for the same cause on any node,

@@ -57,6 +57,7 @@ func (p *Plugin) onNodeDelete(logger klog.Logger, obj any) {
 	if node, ok := obj.(*corev1.Node); ok {
 		p.locker.NodeChanged(node.Name)
 		p.cache.RemoveNode(node.Name)
+		p.queues.forgetNode(node.Name)
 		logger.V(4).Info("Node left the device cache", "node", klog.KObj(node))
 	}
 }
@@ -70,8 +71,10 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 		p.rejected.remove(pod.UID)
 	}
 	held := p.cache.HasAssignment(pod)
-	p.handOvers.observe(pod, time.Now())
-	p.queues.observe(pod)
+	now := time.Now()
+	p.handOvers.observe(pod, now)
+	p.queues.observe(pod, now)
+	p.waiting.set(pod)
 	if err := p.cache.SetPod(pod); err != nil {
 		undecodableAnnotations.WithLabelValues("pod").Inc()
 		logger.Error(err, "Pod's device assignment cannot be read; its node's cards are held until it is gone", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
@@ -91,6 +94,8 @@ func (p *Plugin) onPodDelete(logger klog.Logger, obj any) {
 		p.rejected.remove(pod.UID)
 		p.handOvers.drop(pod.UID)
 		p.queues.remove(pod.UID)
+		p.waiting.remove(pod.UID)
+		p.fullPass.remove(pod.UID)
 		if p.cache.RemovePod(pod) {
 			logger.V(5).Info("Pod left the device cache", "pod", klog.KObj(pod))
 			p.retryRejected(logger, "a pod holding devices was deleted")

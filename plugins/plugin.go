@@ -35,8 +35,11 @@ type Plugin struct {
 	rejected rejectedPods
 	// quotas are the namespaces' device limits.
 	quotas quotaLimits
-	// pods reads the pod informer's store.
-	pods corelisters.PodLister
+	// pods and nodes read the pod and node informers' stores.
+	pods  corelisters.PodLister
+	nodes corelisters.NodeLister
+	// fullPass are the pods owed a cycle on every node (candidates.go).
+	fullPass fullPasses
 	// synced reports whether the cache has seen every node and pod the
 	// informers listed at start.
 	synced func() bool
@@ -44,6 +47,8 @@ type Plugin struct {
 	handOvers handOvers
 	// queues counts the pods being handed over to each node.
 	queues nodeQueues
+	// waiting counts the pods still waiting to be placed, per scheduler.
+	waiting waitingPods
 }
 
 var (
@@ -112,6 +117,7 @@ func (p *Plugin) watch(logger klog.Logger) error {
 		return fmt.Errorf("watch nodes: %w", err)
 	}
 	p.pods = informers.Core().V1().Pods().Lister()
+	p.nodes = informers.Core().V1().Nodes().Lister()
 	p.locker.ReadFrom(informers.Core().V1().Nodes().Lister(), p.pods)
 	pods, err := informers.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.onPodSet(logger, obj) },

@@ -1,9 +1,11 @@
 package plugins
 
 import (
+	"context"
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
@@ -13,7 +15,7 @@ import (
 // (PreFilter, whose signature depends on the Kubernetes release, calls
 // it); nodes is how many nodes the cycle may filter, 0 when unknown.
 // Pods that ask for no managed device are skipped by this plugin.
-func (p *Plugin) preFilter(state fwk.CycleState, pod *corev1.Pod, nodes int) (*fwk.PreFilterResult, *fwk.Status) {
+func (p *Plugin) preFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes int) (*fwk.PreFilterResult, *fwk.Status) {
 	requests, asks, err := p.podRequests(pod)
 	if unservable, ok := errors.AsType[*devices.UnservableError](err); ok {
 		return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "device request no device plugin can serve: "+unservable.Error())
@@ -27,13 +29,14 @@ func (p *Plugin) preFilter(state fwk.CycleState, pod *corev1.Pod, nodes int) (*f
 	if !p.synced() {
 		return nil, fwk.NewStatus(fwk.Error, "device cache is still loading nodes and pods")
 	}
-	state.Write(stateKey, &cycleState{
+	s := &cycleState{
 		requests:   requests,
 		nodePolicy: p.nodePolicy(pod),
 		fits:       make(map[string]*nodeFit, nodes),
 		rejections: &nodeRejections{},
-	})
-	return nil, nil
+	}
+	state.Write(stateKey, s)
+	return p.offerCandidates(klog.FromContext(ctx), s, pod), nil
 }
 
 // podRequests reads the pod's device requests, index-aligned with the

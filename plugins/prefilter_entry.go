@@ -14,5 +14,5 @@ import (
 // (preFilter). Pods that ask for no managed device are skipped by this
 // plugin.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodes []fwk.NodeInfo) (*fwk.PreFilterResult, *fwk.Status) {
-	return p.preFilter(state, pod, len(nodes))
+	return p.preFilter(ctx, state, pod, len(nodes))
 }

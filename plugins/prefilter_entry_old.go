@@ -13,5 +13,5 @@ import (
 // PreFilter parses the pod's device requests once for the whole cycle
 // (preFilter); before 1.34 the framework passes no node list.
 func (p *Plugin) PreFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod) (*fwk.PreFilterResult, *fwk.Status) {
-	return p.preFilter(state, pod, 0)
+	return p.preFilter(ctx, state, pod, 0)
 }

@@ -35,6 +35,9 @@ type cycleState struct {
 	// waiting for its victims to leave), so that this pod does not take the
 	// cards freed for them.
 	nominated map[string]map[types.UID]*nominatedHold
+	// narrowed is set when PreFilter offered candidates alone
+	// (candidates.go); PostFilter then owes the pod a full pass.
+	narrowed bool
 	// handedOver is the node PreBind locked and wrote the assignment for;
 	// Unreserve then has API state to undo.
 	handedOver string
@@ -104,6 +107,10 @@ type nodeFit struct {
 	score float32
 	// single backs assignments for the common one-vendor case.
 	single [1]devices.Assignment
+	// offered is set on the fits PreFilter made when it chose the
+	// candidates (candidates.go), on the cycle's own state: Filter keeps
+	// them. A clone (nominated pods, preemption) starts without fits.
+	offered bool
 }
 
 // nominatedHold is what a nominated pod, not placed yet, would take on a
@@ -129,6 +136,7 @@ func (s *cycleState) Clone() fwk.StateData {
 	c := &cycleState{
 		requests:   s.requests,
 		nodePolicy: s.nodePolicy,
+		narrowed:   s.narrowed,
 		fits:       make(map[string]*nodeFit, len(s.fits)),
 		rejections: s.rejections,
 	}

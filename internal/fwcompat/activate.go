@@ -12,3 +12,6 @@ import (
 func Activate(h Handle, logger klog.Logger, pods map[string]*corev1.Pod) {
 	h.Activate(logger, pods)
 }
+
+// CanActivate is true: Activate moves the pods.
+const CanActivate = true

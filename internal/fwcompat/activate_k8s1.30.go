@@ -12,3 +12,6 @@ import (
 // pod is requeued by the cluster events the plugin registers, after its
 // backoff.
 func Activate(Handle, klog.Logger, map[string]*corev1.Pod) {}
+
+// CanActivate is false: Activate does nothing.
+const CanActivate = false

@@ -10,7 +10,7 @@ import (
 // nodes with 8 cards each holds, with 4 pods accounted per node: it grows
 // linearly with the inventory, nothing else.
 func BenchmarkCacheMemory(b *testing.B) {
-	for _, nodes := range []int{5000, 10000} {
+	for _, nodes := range []int{2000, 5000, 10000} {
 		b.Run(fmt.Sprintf("nodes=%d", nodes), func(b *testing.B) { benchmarkCacheMemory(b, nodes) })
 	}
 }

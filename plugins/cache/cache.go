@@ -38,6 +38,10 @@ type nodeState struct {
 	vendors []vendorState
 	// resourceVersion is the node object's, 0 when it is not a number.
 	resourceVersion uint64
+	// load is the node's score for NodeLoads, valid while loaded (apply
+	// clears it).
+	load   float32
+	loaded bool
 }
 
 // vendorState is one vendor's cards on a node. cards is never modified once
@@ -235,6 +239,7 @@ func (c *Cache) removePodLocked(uid types.UID) {
 // apply adds (or removes) a pod's grants to the usage of the cards it names.
 // Grants naming cards the node does not list are ignored.
 func (n *nodeState) apply(p *podState, add bool) {
+	n.loaded = false
 	for vi, a := range p.assignments {
 		if vi >= len(n.vendors) {
 			break

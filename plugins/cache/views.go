@@ -110,3 +110,46 @@ func AssignmentCardUse(a devices.Assignment, inits int) []CardUse {
 	}
 	return out
 }
+
+// NodeLoad is one node's HAMi node score before any new pod: how used its
+// cards are (devices.NodeTally over every vendor's usable cards).
+type NodeLoad struct {
+	Node  string
+	Score float32
+}
+
+// NodeLoads appends to dst the load of every node that has usable cards of
+// a vendor asks reports true for. It copies nothing but the scores, which
+// it keeps per node until the node's usage changes, for a cheap pass over
+// every node.
+func (c *Cache) NodeLoads(asks func(vi int) bool, dst []NodeLoad) []NodeLoad {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, n := range c.nodes {
+		if len(c.blocked[name]) > 0 {
+			continue
+		}
+		wanted := false
+		for vi := range n.vendors {
+			v := &n.vendors[vi]
+			if v.err == nil && len(v.cards) > 0 && asks(vi) {
+				wanted = true
+				break
+			}
+		}
+		if !wanted {
+			continue
+		}
+		if !n.loaded {
+			var tally devices.NodeTally
+			for vi := range n.vendors {
+				if v := &n.vendors[vi]; v.err == nil {
+					tally.Add(v.cards, v.used)
+				}
+			}
+			n.load, n.loaded = tally.Score(), true
+		}
+		dst = append(dst, NodeLoad{Node: name, Score: n.load})
+	}
+	return dst
+}
