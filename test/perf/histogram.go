@@ -3,6 +3,7 @@ package perf
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sort"
 	"time"
 
@@ -54,6 +55,48 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// pluginMetric is kube-scheduler's sampled histogram of each plugin's
+// time at an extension point; Filter and Score observe one node each.
+const pluginMetric = "scheduler_plugin_execution_duration_seconds"
+
+// pluginTotals are pluginMetric's totals by extension point and plugin.
+type pluginTotals map[[2]string]sumCount
+
+func pluginTimes() (pluginTotals, error) {
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		return nil, fmt.Errorf("gather metrics: %w", err)
+	}
+	out := pluginTotals{}
+	for _, f := range families {
+		if f.GetName() != pluginMetric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			key := [2]string{label(m, "extension_point"), label(m, "plugin")}
+			t := out[key]
+			t.sum += m.GetHistogram().GetSampleSum()
+			t.count += float64(m.GetHistogram().GetSampleCount())
+			out[key] = t
+		}
+	}
+	return out, nil
+}
+
+// since is each plugin's mean time at the extension point since earlier.
+func (t pluginTotals) since(earlier pluginTotals, extensionPoint string) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for key, total := range t {
+		if key[0] != extensionPoint {
+			continue
+		}
+		if d := total.since(earlier[key]).mean(); d > 0 {
+			out[key[1]] = d
+		}
+	}
+	return out
 }
 
 // since is h minus an earlier snapshot of the same histogram.
@@ -144,4 +187,13 @@ func (t sumCount) mean() time.Duration {
 		return 0
 	}
 	return time.Duration(t.sum / t.count * float64(time.Second))
+}
+
+// liveHeap is the process's heap in use after a garbage collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }

@@ -39,6 +39,8 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/plugins"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
@@ -120,6 +122,12 @@ type Phase struct {
 	Scheduler, DevicePlugin, Kubelet callDelta
 	// Packing is where the pods went.
 	Packing Packing
+	// Served is, for steady arrivals, the rate at which pods got to
+	// Running while they arrived: the pods that got there between a
+	// quarter of the arrival window and the last creation, over that
+	// time. A scheduler that keeps up serves the arrival rate; the drain
+	// after the last creation, which PodsPerSecond includes, is left out.
+	Served float64
 	// BindElapsed runs from the phase's start to the last pod bound.
 	BindElapsed time.Duration
 	// Algorithm is the time the scheduler spent finding nodes
@@ -141,7 +149,32 @@ type Phase struct {
 	// delay is part of it. HandOvers is how many were counted.
 	HandOvers                int
 	HandOverP50, HandOverP99 time.Duration
+	// Filter and Score are the mean time per node of each plugin's Filter
+	// and Score (scheduler_plugin_execution_duration_seconds, which
+	// kube-scheduler samples in one cycle of ten), by plugin.
+	Filter, Score map[string]time.Duration
+	// PreFilter is the mean time of each plugin's PreFilter per pod
+	// (HAMi's chooses the candidate nodes, candidateNodes).
+	PreFilter map[string]time.Duration
+	// SchedulerHeap is the live heap a scheduler takes on the cluster as
+	// the phase left it (schedulerHeap). Cache is what its device cache
+	// holds then.
+	SchedulerHeap uint64
+	Cache         devicecache.Stats
 }
+
+// PerNode is the sum of the plugins' mean times per node.
+func PerNode(byPlugin map[string]time.Duration) time.Duration {
+	var total time.Duration
+	for _, d := range byPlugin {
+		total += d
+	}
+	return total
+}
+
+// AlgorithmPerPod is the mean time of the scheduling algorithm per
+// attempt.
+func (p Phase) AlgorithmPerPod() time.Duration { return p.Algorithm.mean() }
 
 // Name names the phase in tables.
 func (p Phase) Name() string {
@@ -180,6 +213,8 @@ type Packing struct {
 // Result is a whole run.
 type Result struct {
 	Options Options
+	// Nodes is how many nodes the run created.
+	Nodes int
 	// NodeSide describes the simulated nodes' mode.
 	NodeSide string
 	// Phases are the baseline first, then HAMi's by policy and arrival.
@@ -254,6 +289,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	for _, s := range specs {
 		nodes = append(nodes, s.Build("bench", len(nodes))...)
 	}
+	r.Nodes = len(nodes)
 	fmt.Fprintf(progress, "creating %d nodes\n", len(nodes))
 	if err := simnode.Create(ctx, cp.Client, nodes); err != nil {
 		return nil, err
@@ -399,6 +435,10 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	dpSpentBefore := calls.devicePlugin.spentSoFar()
 	algorithmBefore, _ := histogramTotals(algorithmMetric, nil)
 	preBindBefore, _ := histogramTotals(extensionPointMetric, map[string]string{"profile": ph.Profile, "extension_point": "PreBind"})
+	pluginsBefore, err := pluginTimes()
+	if err != nil {
+		return ph, nil, err
+	}
 
 	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{
 		Args:          args,
@@ -434,7 +474,9 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	ph.Bound, ph.Running, ph.Failed = len(times.bound), len(times.running), len(times.failed)
 	var last time.Time
 	var toRunning []time.Duration
+	runningAt := make([]time.Time, 0, len(times.running))
 	for name, at := range times.running {
+		runningAt = append(runningAt, at)
 		i, _ := strconv.Atoi(strings.TrimPrefix(name, "p-"))
 		toRunning = append(toRunning, at.Sub(created[i]))
 		if at.After(last) {
@@ -461,10 +503,19 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 		ph.Elapsed = last.Sub(created[0])
 	}
 	ph.RunP50, ph.RunP99 = quantile(toRunning, 0.50), quantile(toRunning, 0.99)
+	if ph.Arrival == Steady {
+		ph.Served = servedWhileArriving(created, runningAt)
+	}
 	// Let the last events and node-side calls of the phase land before
 	// the counters are read.
 	time.Sleep(2 * time.Second)
 	sched.Stop()
+	pluginsAfter, err := pluginTimes()
+	if err != nil {
+		return ph, nil, err
+	}
+	ph.Filter, ph.Score = pluginsAfter.since(pluginsBefore, "Filter"), pluginsAfter.since(pluginsBefore, "Score")
+	ph.PreFilter = pluginsAfter.since(pluginsBefore, "PreFilter")
 	fmt.Fprintf(progress, "%s: %d/%d pods Running (%d failed) in %s\n", ph.Name(), ph.Running, ph.Pods, ph.Failed, ph.Elapsed.Round(time.Millisecond))
 
 	ph.Scheduler = delta(nil, schedCalls.snapshot())
@@ -511,7 +562,54 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 		ph.Packing = wholeCardPacking(allNodes.Items, pods.Items)
 	}
 	ph.Packing.BusiestNode = busiestNode(pods.Items)
+	if ph.SchedulerHeap, ph.Cache, err = schedulerHeap(ctx, cp, args); err != nil {
+		return ph, nil, err
+	}
 	return ph, problems, deletePods(ctx, cp.Client, namespace)
+}
+
+// schedulerHeap starts a scheduler on the cluster as the phase left it (its
+// pods bound, nothing to schedule) and returns the live heap it took (the
+// process's heap after a garbage collection with it, less the same before
+// it started: its informers' copies of the nodes and pods, the device
+// cache, kube-scheduler's cache) and what its device cache holds.
+func schedulerHeap(ctx context.Context, cp *localcluster.ControlPlane, args *hamiv1.HAMiArgs) (uint64, devicecache.Stats, error) {
+	before := liveHeap()
+	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: args})
+	if err != nil {
+		return 0, devicecache.Stats{}, err
+	}
+	defer sched.Stop()
+	after := liveHeap()
+	var stats devicecache.Stats
+	if p := sched.Plugin(); p != nil {
+		stats = p.Cache().Stats()
+	}
+	if after < before {
+		return 0, stats, nil
+	}
+	return after - before, stats, nil
+}
+
+// servedWhileArriving is the rate of pods getting to Running from a quarter
+// of the arrival window (creation times, in pod order) to the last
+// creation.
+func servedWhileArriving(created, running []time.Time) float64 {
+	if len(created) < 2 {
+		return 0
+	}
+	first, last := created[0], created[len(created)-1]
+	from := first.Add(last.Sub(first) / 4)
+	if !last.After(from) {
+		return 0
+	}
+	n := 0
+	for _, at := range running {
+		if at.After(from) && !at.After(last) {
+			n++
+		}
+	}
+	return float64(n) / last.Sub(from).Seconds()
 }
 
 // waitedHandOvers returns the hand-overs of the namespace's pods that the
@@ -800,6 +898,12 @@ func (r *Result) Print(w io.Writer) {
 	row("time to all Running", func(p Phase) string { return p.Elapsed.Round(10 * time.Millisecond).String() })
 	row("time to all bound", func(p Phase) string { return p.BindElapsed.Round(10 * time.Millisecond).String() })
 	row("pods/s to Running", func(p Phase) string { return strconv.FormatFloat(p.PodsPerSecond(), 'f', 1, 64) })
+	row("pods/s while arriving", func(p Phase) string {
+		if p.Arrival != Steady {
+			return "-"
+		}
+		return strconv.FormatFloat(p.Served, 'f', 1, 64)
+	})
 	row("time to Running p50", func(p Phase) string { return p.RunP50.Round(time.Millisecond).String() })
 	row("time to Running p99", func(p Phase) string { return p.RunP99.Round(time.Millisecond).String() })
 	row("attempt p50 / p99", func(p Phase) string {
@@ -815,6 +919,10 @@ func (r *Result) Print(w io.Writer) {
 		}
 		return fmt.Sprintf("%s (%.0f%%)", (time.Duration(p.Algorithm.sum * float64(time.Second))).Round(time.Millisecond), busy)
 	})
+	row("algorithm per pod", func(p Phase) string { return p.AlgorithmPerPod().Round(10 * time.Microsecond).String() })
+	row("PreFilter per pod: all plugins / HAMi", func(p Phase) string { return perNode(p.PreFilter) })
+	row("Filter per node: all plugins / HAMi", func(p Phase) string { return perNode(p.Filter) })
+	row("Score per node: all plugins / HAMi", func(p Phase) string { return perNode(p.Score) })
 	row("PreBind mean", func(p Phase) string { return p.PreBind.mean().Round(time.Millisecond).String() })
 	row("node hand-over p50 / p99 (count)", func(p Phase) string {
 		if p.HandOvers == 0 {
@@ -838,6 +946,10 @@ func (r *Result) Print(w io.Writer) {
 	row("cards used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Cards, p.Packing.MinCards) })
 	row("nodes used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Nodes, p.Packing.MinNodes) })
 	row("pods on the busiest node", func(p Phase) string { return strconv.Itoa(p.Packing.BusiestNode) })
+	row("scheduler heap at the end (MiB)", func(p Phase) string { return mib(p.SchedulerHeap) })
+	row("device cache: nodes / cards / pods", func(p Phase) string {
+		return fmt.Sprintf("%d / %d / %d", p.Cache.Nodes, p.Cache.Cards, p.Cache.Pods)
+	})
 	_ = tw.Flush()
 	if b := r.Baseline().PodsPerSecond(); b > 0 {
 		for _, p := range r.Phases[1:] {
@@ -854,6 +966,20 @@ func (r *Result) Print(w io.Writer) {
 		fmt.Fprintf(w, "ACCOUNTING PROBLEMS:\n  %s\n", strings.Join(r.Overcommitted, "\n  "))
 	}
 }
+
+// perNode formats the plugins' time per node: all of them, then HAMi's.
+func perNode(byPlugin map[string]time.Duration) string {
+	if len(byPlugin) == 0 {
+		return "-"
+	}
+	hami := "-"
+	if d, ok := byPlugin[plugins.Name]; ok {
+		hami = d.Round(100 * time.Nanosecond).String()
+	}
+	return PerNode(byPlugin).Round(100*time.Nanosecond).String() + " / " + hami
+}
+
+func mib(b uint64) string { return strconv.FormatFloat(float64(b)/(1<<20), 'f', 1, 64) }
 
 func ratio(n, d float64) string {
 	if d == 0 {

@@ -18,10 +18,10 @@ import (
 )
 
 var (
-	nodesFlag  = flag.Int("nodes", 200, "BenchmarkThroughput: number of nodes")
+	nodesFlag  = flag.String("nodes", "200", "BenchmarkThroughput: number of nodes; several, separated by commas, run one after the other (e.g. 200,1000,2000)")
 	cardsFlag  = flag.Int("cards", 8, "BenchmarkThroughput: cards per node")
 	modelFlag  = flag.String("model", "NVIDIA A100 40 GiB, split 10", "BenchmarkThroughput: card model, memory and split")
-	podsFlag   = flag.Int("pods", 1000, "BenchmarkThroughput: pods per phase")
+	podsFlag   = flag.String("pods", "1000", "BenchmarkThroughput: pods per phase; one count per node count, or one for all")
 	policyFlag = flag.String("policies", "binpack,binpack/q0,spread,binpack/q1", "BenchmarkThroughput: HAMi settings to run: a policy (binpack, spread) setting the node and the card policy, with the shipped nodeQueueLimit or, after /qN, nodeQueueLimit N (e.g. binpack/q1; binpack/q0: none)")
 	arrivals   = flag.String("arrivals", "backlog,steady", "BenchmarkThroughput: HAMi arrivals to run: backlog, steady")
 	rateFlag   = flag.Float64("rate", 0, "BenchmarkThroughput: steady arrival rate in pods/s (0: half the same policy's backlog pods/s)")
@@ -67,9 +67,11 @@ func TestMain(m *testing.M) {
 // BenchmarkThroughput is `make bench-e2e`: one run of Run sized by the
 // flags; b.N is ignored (use -benchtime 1x).
 func BenchmarkThroughput(b *testing.B) {
+	nodeCounts, podCounts, err := ParseSizes(*nodesFlag, *podsFlag)
+	if err != nil {
+		b.Fatal(err)
+	}
 	opts := Options{
-		Nodes:    fmt.Sprintf("%d nodes x %d cards of %s", *nodesFlag, *cardsFlag, *modelFlag),
-		Pods:     *podsFlag,
 		Rate:     *rateFlag,
 		Timeout:  *phaseLimit,
 		Seed:     1,
@@ -96,23 +98,37 @@ func BenchmarkThroughput(b *testing.B) {
 	for a := range strings.SplitSeq(*arrivals, ",") {
 		opts.Arrivals = append(opts.Arrivals, Arrival(strings.TrimSpace(a)))
 	}
-	var r *Result
+	var runs []*Result
 	for b.Loop() {
-		var err error
-		r, err = Run(context.Background(), opts)
-		if err != nil {
-			b.Fatal(err)
+		runs = runs[:0]
+		for i, n := range nodeCounts {
+			o := opts
+			o.Nodes, o.Pods = fmt.Sprintf("%d nodes x %d cards of %s", n, *cardsFlag, *modelFlag), podCounts[i]
+			r, err := Run(context.Background(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r.Print(os.Stdout)
+			runs = append(runs, r)
 		}
 	}
-	r.Print(os.Stdout)
-	b.ReportMetric(r.Baseline().PodsPerSecond(), "baseline-pods/s")
-	for _, p := range r.Phases[1:] {
-		b.ReportMetric(p.PodsPerSecond(), fmt.Sprintf("%s-%s-pods/s", p.Arrival, strings.ReplaceAll(p.Setting.String(), "/", "-")))
+	if len(runs) > 1 {
+		PrintSizes(os.Stdout, runs)
+	}
+	for _, r := range runs {
+		prefix := ""
+		if len(runs) > 1 {
+			prefix = fmt.Sprintf("%dnodes-", r.Nodes)
+		}
+		b.ReportMetric(r.Baseline().PodsPerSecond(), prefix+"baseline-pods/s")
+		for _, p := range r.Phases[1:] {
+			b.ReportMetric(p.PodsPerSecond(), fmt.Sprintf("%s%s-%s-pods/s", prefix, p.Arrival, strings.ReplaceAll(p.Setting.String(), "/", "-")))
+		}
+		if len(r.Overcommitted) > 0 {
+			b.Errorf("%d nodes: accounting problems: %v", r.Nodes, r.Overcommitted)
+		}
 	}
 	b.ReportMetric(0, "ns/op")
-	if len(r.Overcommitted) > 0 {
-		b.Errorf("accounting problems: %v", r.Overcommitted)
-	}
 }
 
 // A small run, part of `make test`, on the faithful node side (with the
@@ -152,6 +168,9 @@ func TestThroughputSmoke(t *testing.T) {
 		}
 		if got := ph.Kubelet["PATCH pods/status"]; got != int64(ph.Pods) {
 			t.Errorf("%s: %d status patches, want %d", ph.Name(), got, ph.Pods)
+		}
+		if ph.AlgorithmPerPod() <= 0 || ph.Cache.Nodes != 8 || ph.Cache.Cards != 64 {
+			t.Errorf("%s: algorithm per pod %s, device cache %+v; want a time, 8 nodes and 64 cards", ph.Name(), ph.AlgorithmPerPod(), ph.Cache)
 		}
 		if p := ph.Packing; p.Cards < p.MinCards || p.Nodes < p.MinNodes || p.MinCards <= 0 || p.MinNodes <= 0 {
 			t.Errorf("%s: implausible packing %+v", ph.Name(), p)

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
@@ -12,37 +14,58 @@ import (
 )
 
 // Setting is the HAMi configuration a phase runs: a policy, which sets
-// both nodeSchedulerPolicy and gpuSchedulerPolicy, and nodeQueueLimit.
+// both nodeSchedulerPolicy and gpuSchedulerPolicy, and the node queue's
+// bounds, nodeQueueLimit and nodeQueueWait.
 type Setting struct {
 	Policy devices.NodePolicy
 	// QueueLimit is nodeQueueLimit when SetQueueLimit; otherwise the
-	// phase runs the shipped default.
+	// phase runs the shipped default. Setting it alone also sets
+	// nodeQueueWait 0: the count limit as the only bound.
 	QueueLimit    int32
 	SetQueueLimit bool
+	// QueueWait is nodeQueueWait when SetQueueWait.
+	QueueWait    time.Duration
+	SetQueueWait bool
 }
 
-// String is "binpack" (the shipped nodeQueueLimit), or "binpack/q2" with a
-// queue limit of 2 ("binpack/q0": none).
+// String is "binpack" (the shipped queue bounds), "binpack/q2" with
+// nodeQueueLimit 2 and no nodeQueueWait ("binpack/q0": no bound, HAMi's
+// order), "binpack/w4s" with nodeQueueWait 4s, or both ("binpack/q10/w4s").
 func (s Setting) String() string {
-	if !s.SetQueueLimit {
-		return string(s.Policy)
+	out := string(s.Policy)
+	if s.SetQueueLimit {
+		out += fmt.Sprintf("/q%d", s.QueueLimit)
 	}
-	return fmt.Sprintf("%s/q%d", s.Policy, s.QueueLimit)
+	if s.SetQueueWait {
+		out += "/w" + s.QueueWait.String()
+	}
+	return out
 }
 
 // ParseSetting reads a Setting as String writes it.
 func ParseSetting(s string) (Setting, error) {
-	policy, limit, queued := strings.Cut(strings.TrimSpace(s), "/q")
-	out := Setting{Policy: devices.NodePolicy(policy)}
+	parts := strings.Split(strings.TrimSpace(s), "/")
+	out := Setting{Policy: devices.NodePolicy(parts[0])}
 	if out.Policy != devices.NodeBinpack && out.Policy != devices.NodeSpread {
-		return Setting{}, fmt.Errorf("setting %q: policy %q: want binpack or spread", s, policy)
+		return Setting{}, fmt.Errorf("setting %q: policy %q: want binpack or spread", s, parts[0])
 	}
-	if queued {
-		n, err := strconv.ParseInt(limit, 10, 32)
-		if err != nil || n < 0 {
-			return Setting{}, fmt.Errorf("setting %q: queue limit %q: want a number, 0 for none", s, limit)
+	for _, part := range parts[1:] {
+		switch {
+		case strings.HasPrefix(part, "q") && !out.SetQueueLimit:
+			n, err := strconv.ParseInt(part[1:], 10, 32)
+			if err != nil || n < 0 {
+				return Setting{}, fmt.Errorf("setting %q: queue limit %q: want a number, 0 for none", s, part[1:])
+			}
+			out.QueueLimit, out.SetQueueLimit = int32(n), true
+		case strings.HasPrefix(part, "w") && !out.SetQueueWait:
+			d, err := time.ParseDuration(part[1:])
+			if err != nil || d < 0 {
+				return Setting{}, fmt.Errorf("setting %q: queue wait %q: want a duration, 0s for none", s, part[1:])
+			}
+			out.QueueWait, out.SetQueueWait = d, true
+		default:
+			return Setting{}, fmt.Errorf("setting %q: %q: want /qN (nodeQueueLimit) or /wD (nodeQueueWait), each at most once", s, part)
 		}
-		out.QueueLimit, out.SetQueueLimit = int32(n), true
 	}
 	return out, nil
 }
@@ -56,6 +79,10 @@ func (s Setting) args() *hamiv1.HAMiArgs {
 	}
 	if s.SetQueueLimit {
 		args.NodeQueueLimit = ptr.To(s.QueueLimit)
+		args.NodeQueueWait = &metav1.Duration{}
+	}
+	if s.SetQueueWait {
+		args.NodeQueueWait = &metav1.Duration{Duration: s.QueueWait}
 	}
 	return args
 }

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -43,6 +44,11 @@ func TestParseSetting(t *testing.T) {
 		{in: " spread ", want: Setting{Policy: devices.NodeSpread}},
 		{in: "binpack/q2", want: Setting{Policy: devices.NodeBinpack, QueueLimit: 2, SetQueueLimit: true}},
 		{in: "binpack/q0", want: Setting{Policy: devices.NodeBinpack, SetQueueLimit: true}},
+		{in: "binpack/w4s", want: Setting{Policy: devices.NodeBinpack, QueueWait: 4 * time.Second, SetQueueWait: true}},
+		{in: "binpack/q10/w2.5s", want: Setting{Policy: devices.NodeBinpack, QueueLimit: 10, SetQueueLimit: true, QueueWait: 2500 * time.Millisecond, SetQueueWait: true}},
+		{in: "binpack/w-1s", wantErr: true},
+		{in: "binpack/q1/q2", wantErr: true},
+		{in: "binpack/x", wantErr: true},
 		{in: "binpack/q-1", wantErr: true},
 		{in: "binpack/qx", wantErr: true},
 		{in: "fastest", wantErr: true},
@@ -58,9 +64,66 @@ func TestParseSetting(t *testing.T) {
 	}
 }
 
+// TestSettingArgs: /qN alone is the count limit as the only bound, as
+// before nodeQueueWait existed; /wD keeps the shipped count limit.
+func TestSettingArgs(t *testing.T) {
+	q20, _ := ParseSetting("binpack/q20")
+	if a := q20.args(); *a.NodeQueueLimit != 20 || a.NodeQueueWait == nil || a.NodeQueueWait.Duration != 0 {
+		t.Errorf("binpack/q20: limit %v, wait %v; want 20 and 0", a.NodeQueueLimit, a.NodeQueueWait)
+	}
+	w4, _ := ParseSetting("binpack/w4s")
+	if a := w4.args(); a.NodeQueueLimit != nil || a.NodeQueueWait.Duration != 4*time.Second {
+		t.Errorf("binpack/w4s: limit %v, wait %v; want the default and 4s", a.NodeQueueLimit, a.NodeQueueWait)
+	}
+	shipped, _ := ParseSetting("binpack")
+	if a := shipped.args(); a.NodeQueueLimit != nil || a.NodeQueueWait != nil {
+		t.Errorf("binpack: limit %v, wait %v; want the defaults", a.NodeQueueLimit, a.NodeQueueWait)
+	}
+}
+
 func TestBusiestNode(t *testing.T) {
 	pod := func(node string) corev1.Pod { return corev1.Pod{Spec: corev1.PodSpec{NodeName: node}} }
 	if got := busiestNode([]corev1.Pod{pod("a"), pod("b"), pod("a"), pod(""), pod("")}); got != 2 {
 		t.Errorf("busiest node holds %d pods, want 2 (unbound pods count for none)", got)
+	}
+}
+
+func TestParseSizes(t *testing.T) {
+	tests := []struct {
+		nodes, pods         string
+		wantNodes, wantPods []int
+		wantErr             bool
+	}{
+		{nodes: "200", pods: "1000", wantNodes: []int{200}, wantPods: []int{1000}},
+		{nodes: "200,1000,2000", pods: "1000", wantNodes: []int{200, 1000, 2000}, wantPods: []int{1000, 1000, 1000}},
+		{nodes: "200, 2000", pods: "1000,4000", wantNodes: []int{200, 2000}, wantPods: []int{1000, 4000}},
+		{nodes: "200,1000,2000", pods: "1000,4000", wantErr: true},
+		{nodes: "0", pods: "1", wantErr: true},
+		{nodes: "200", pods: "x", wantErr: true},
+	}
+	for _, tt := range tests {
+		nodes, pods, err := ParseSizes(tt.nodes, tt.pods)
+		if (err != nil) != tt.wantErr || !slices.Equal(nodes, tt.wantNodes) || !slices.Equal(pods, tt.wantPods) {
+			t.Errorf("ParseSizes(%q, %q) = %v, %v, %v; want %v, %v (error %v)", tt.nodes, tt.pods, nodes, pods, err, tt.wantNodes, tt.wantPods, tt.wantErr)
+		}
+	}
+}
+
+func TestServedWhileArriving(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var created, running []time.Time
+	// 41 pods created one per 100 ms (4 s), each Running 1 s later.
+	for i := range 41 {
+		c := t0.Add(time.Duration(i) * 100 * time.Millisecond)
+		created, running = append(created, c), append(running, c.Add(time.Second))
+	}
+	// From 1 s to 4 s: pods 0..30 got Running between 1 s and 4 s (those
+	// created from 0 s to 3 s), 31 pods, but the one at exactly 1 s is out:
+	// 30 over 3 s.
+	if got := servedWhileArriving(created, running); got != 10 {
+		t.Errorf("served %v pods/s, want 10 (the arrival rate)", got)
+	}
+	if got := servedWhileArriving(created[:1], running[:1]); got != 0 {
+		t.Errorf("one pod: %v, want 0", got)
 	}
 }
