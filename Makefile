@@ -111,11 +111,11 @@ bench-e2e:
 	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 120m ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS) $(BENCH_ARGS)
 
 # The scale run of docs/benchmarks.md: 200, 1,000 and 2,000 nodes x 8 cards
-# one after the other, steady arrivals at 30 pods/s (about 45 minutes on 2
+# one after the other, steady arrivals at 30 pods/s (about 50 minutes on 2
 # cores). 5,000 nodes on a larger machine: BENCH_NODES=5000 BENCH_PODS=10000.
 bench-scale:
 	$(MAKE) bench-e2e BENCH_NODES=200,1000,2000 BENCH_PODS=1000,2000,4000 \
-		BENCH_ARGS="-policies=binpack,binpack/q0,spread -arrivals=backlog,steady -rate=30 $(BENCH_ARGS)"
+		BENCH_ARGS="-policies=binpack,binpack/q0,binpack/q20,spread -arrivals=backlog,steady -rate=30 $(BENCH_ARGS)"
 
 lint: vet fmt verify-generate layout
 

@@ -47,8 +47,10 @@ type Plugin struct {
 	handOvers handOvers
 	// queues counts the pods being handed over to each node.
 	queues nodeQueues
-	// waiting counts the pods still waiting to be placed, per scheduler.
+	// waiting counts the pods still waiting to be placed, per scheduler;
+	// bursts remembers the backlogs they made (queuelimit.go).
 	waiting waitingPods
+	bursts  burstMemory
 }
 
 var (

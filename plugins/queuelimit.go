@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"math"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,14 +15,14 @@ import (
 //   - nodeQueueWait 0: nodeQueueLimit pods (0: no limit);
 //   - otherwise the pods the node's device plugin serves within
 //     nodeQueueWait (wait / the node's hand-over time per pod), or, when
-//     more pods than that wait for the scheduler (a backlog), as many as
-//     wait, up to nodeQueueLimit. A steady stream that the scheduler keeps
-//     up with then queues no more than nodeQueueWait of work on a node,
-//     while a burst is packed onto few nodes as with the count limit: its
-//     pods wait for the scheduler or for a node either way.
+//     a backlog allows more (burst, see burstMemory), that many, up to
+//     nodeQueueLimit. A steady stream that the scheduler keeps up with
+//     then queues no more than nodeQueueWait of work on a node, while a
+//     burst is packed onto few nodes as with the count limit: its pods
+//     wait for the scheduler or for a node either way.
 //
 // A limit of 0 or less means no limit.
-func queueLimit(wait time.Duration, countLimit int32, perPod time.Duration, waiting int) float64 {
+func queueLimit(wait time.Duration, countLimit int32, perPod time.Duration, burst float64) float64 {
 	if wait <= 0 {
 		return float64(countLimit)
 	}
@@ -29,8 +30,40 @@ func queueLimit(wait time.Duration, countLimit int32, perPod time.Duration, wait
 		perPod = DefaultHandOverTime
 	}
 	inTime := wait.Seconds() / perPod.Seconds()
-	burst := float64(min(int(countLimit), waiting))
-	return math.Max(inTime, burst)
+	return math.Max(inTime, math.Min(float64(countLimit), burst))
+}
+
+// burstMemory is a backlog's allowance per scheduler: the pods waiting for
+// the scheduler, or, once fewer wait, the most that waited (up to
+// nodeQueueLimit) less one pod per DefaultHandOverTime since, as fast as
+// the queues the backlog built drain. The last pods of a backlog then join
+// the nodes its first pods queue on, which serve them no later than those
+// queues end, instead of spreading onto fresh nodes.
+type burstMemory struct {
+	mu   sync.Mutex
+	peak map[string]burstPeak
+}
+
+type burstPeak struct {
+	pods float64
+	at   time.Time
+}
+
+// allowance records waiting (capped at limit) and returns the allowance.
+func (b *burstMemory) allowance(scheduler string, waiting int, limit int32, now time.Time) float64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.peak == nil {
+		b.peak = map[string]burstPeak{}
+	}
+	w := math.Min(float64(waiting), float64(limit))
+	peak := b.peak[scheduler]
+	decayed := peak.pods - now.Sub(peak.at).Seconds()/DefaultHandOverTime.Seconds()
+	if w >= decayed {
+		b.peak[scheduler] = burstPeak{pods: w, at: now}
+		return w
+	}
+	return max(decayed, 0)
 }
 
 // queueRounds returns the rounds function of rankByQueue for the pod, or
@@ -40,9 +73,9 @@ func (p *Plugin) queueRounds(pod *corev1.Pod) func(node string) int {
 	if wait <= 0 && countLimit <= 0 {
 		return nil
 	}
-	waiting := 0
+	burst := 0.0
 	if wait > 0 {
-		waiting = p.waiting.behind(pod)
+		burst = p.bursts.allowance(pod.Spec.SchedulerName, p.waiting.behind(pod), countLimit, time.Now())
 	}
 	busy := p.queues.busy()
 	if len(busy) == 0 {
@@ -54,7 +87,7 @@ func (p *Plugin) queueRounds(pod *corev1.Pod) func(node string) int {
 		if !ok {
 			return 0
 		}
-		limit := queueLimit(wait, countLimit, load.perPod, waiting)
+		limit := queueLimit(wait, countLimit, load.perPod, burst)
 		if limit <= 0 {
 			return 0
 		}

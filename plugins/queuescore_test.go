@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -155,25 +156,25 @@ func waitingFor(scheduler string, n int, conditions []corev1.PodCondition, node 
 
 func TestQueueLimit(t *testing.T) {
 	tests := []struct {
-		name    string
-		wait    time.Duration
-		count   int32
-		perPod  time.Duration
-		waiting int
-		want    float64
+		name   string
+		wait   time.Duration
+		count  int32
+		perPod time.Duration
+		burst  float64
+		want   float64
 	}{
-		{name: "count alone", count: 20, perPod: time.Second, waiting: 100, want: 20},
+		{name: "count alone", count: 20, perPod: time.Second, burst: 100, want: 20},
 		{name: "no limit", want: 0},
 		{name: "wait over the default time per pod", wait: 6 * time.Second, count: 20, want: 3.75},
 		{name: "wait over a measured time per pod", wait: 6 * time.Second, count: 20, perPod: 500 * time.Millisecond, want: 12},
-		{name: "a few waiting: the wait rules", wait: 6 * time.Second, count: 20, perPod: 2 * time.Second, waiting: 2, want: 3},
-		{name: "a backlog: up to the count", wait: 6 * time.Second, count: 20, perPod: 2 * time.Second, waiting: 12, want: 12},
-		{name: "a large backlog: the count", wait: 6 * time.Second, count: 20, perPod: 2 * time.Second, waiting: 500, want: 20},
-		{name: "wait alone", wait: 6 * time.Second, perPod: 2 * time.Second, waiting: 500, want: 3},
+		{name: "a few waiting: the wait rules", wait: 6 * time.Second, count: 20, perPod: 2 * time.Second, burst: 2, want: 3},
+		{name: "a backlog: up to the count", wait: 6 * time.Second, count: 20, perPod: 2 * time.Second, burst: 12, want: 12},
+		{name: "a large backlog: the count", wait: 6 * time.Second, count: 20, perPod: 2 * time.Second, burst: 500, want: 20},
+		{name: "wait alone", wait: 6 * time.Second, perPod: 2 * time.Second, burst: 500, want: 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := queueLimit(tt.wait, tt.count, tt.perPod, tt.waiting); got != tt.want {
+			if got := queueLimit(tt.wait, tt.count, tt.perPod, tt.burst); got != tt.want {
 				t.Errorf("queueLimit = %v, want %v", got, tt.want)
 			}
 		})
@@ -351,5 +352,32 @@ func TestNodeQueueWaitStream(t *testing.T) {
 				t.Errorf("pods per node %v (%v), want %v", got, placed, tt.want)
 			}
 		})
+	}
+}
+
+// TestBurstAllowanceDecays: a backlog's allowance is the pods waiting,
+// capped at the count limit, and once fewer wait it falls by one pod per
+// DefaultHandOverTime; schedulers are apart.
+func TestBurstAllowanceDecays(t *testing.T) {
+	var b burstMemory
+	t0 := time.Unix(1000, 0)
+	steps := []struct {
+		scheduler string
+		waiting   int
+		at        time.Duration
+		want      float64
+	}{
+		{"s", 0, 0, 0},
+		{"s", 500, time.Second, 20},
+		{"s", 3, time.Second + 8*DefaultHandOverTime, 12},
+		{"other", 0, time.Second + 8*DefaultHandOverTime, 0},
+		{"s", 15, time.Second + 8*DefaultHandOverTime, 15},
+		{"s", 0, time.Second + 28*DefaultHandOverTime, 0},
+	}
+	for i, st := range steps {
+		got := b.allowance(st.scheduler, st.waiting, 20, t0.Add(st.at))
+		if math.Abs(got-st.want) > 1e-9 {
+			t.Errorf("step %d: allowance %v, want %v", i, got, st.want)
+		}
 	}
 }

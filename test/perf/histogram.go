@@ -197,3 +197,19 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// settledHeap is liveHeap once it has stopped falling: a scheduler stopped
+// just before lets go of its memory only as its goroutines end, which
+// takes a few seconds (at most 20 tries a second apart).
+func settledHeap() uint64 {
+	heap := liveHeap()
+	for range 20 {
+		time.Sleep(time.Second)
+		next := liveHeap()
+		if next+1<<20 > heap {
+			return min(heap, next)
+		}
+		heap = next
+	}
+	return heap
+}

@@ -568,21 +568,29 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	return ph, problems, deletePods(ctx, cp.Client, namespace)
 }
 
-// schedulerHeap starts a scheduler on the cluster as the phase left it (its
-// pods bound, nothing to schedule) and returns the live heap it took (the
-// process's heap after a garbage collection with it, less the same before
-// it started: its informers' copies of the nodes and pods, the device
-// cache, kube-scheduler's cache) and what its device cache holds.
+// schedulerHeap measures the live heap one scheduler takes on the cluster
+// as the phase left it (its pods bound, nothing to schedule): with one
+// scheduler running, the process's heap after a garbage collection before
+// and after a second one starts (its informers' copies of the nodes and
+// pods, the device cache, kube-scheduler's cache). The first one is there
+// because a scheduler starting lets go of process-wide references to the
+// one before it (metrics), which would otherwise be counted. It also
+// returns what the second one's device cache holds.
 func schedulerHeap(ctx context.Context, cp *localcluster.ControlPlane, args *hamiv1.HAMiArgs) (uint64, devicecache.Stats, error) {
-	before := liveHeap()
-	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: args})
+	first, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: args})
 	if err != nil {
 		return 0, devicecache.Stats{}, err
 	}
-	defer sched.Stop()
+	defer first.Stop()
+	before := settledHeap()
+	second, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: args})
+	if err != nil {
+		return 0, devicecache.Stats{}, err
+	}
+	defer second.Stop()
 	after := liveHeap()
 	var stats devicecache.Stats
-	if p := sched.Plugin(); p != nil {
+	if p := second.Plugin(); p != nil {
 		stats = p.Cache().Stats()
 	}
 	if after < before {
