@@ -110,8 +110,9 @@ func BenchmarkReserve(b *testing.B) {
 }
 
 // BenchmarkPreFilterCandidates is PreFilter choosing the candidateNodes
-// (100) nodes of a 2,000-node cluster, a quarter of them partly used, for
-// a 1-card pod.
+// (100) nodes of a 2,000-node cluster for a 1-card pod: a quarter of the
+// nodes partly used, 150 full (every share taken; binpack tries them
+// first).
 func BenchmarkPreFilterCandidates(b *testing.B) {
 	for _, policy := range []devices.NodePolicy{devices.NodeBinpack, devices.NodeSpread} {
 		b.Run(string(policy), func(b *testing.B) {
@@ -122,6 +123,12 @@ func BenchmarkPreFilterCandidates(b *testing.B) {
 			h := newHarness(b, nil, objs...)
 			for i := 0; i < 500; i++ {
 				h.schedule(gpuPod(fmt.Sprintf("resident-%d", i), gpu(1, 10000, 30)), fmt.Sprintf("n%04d", i*4))
+			}
+			// 150 full nodes, which binpack ranks first: 80 sharers each.
+			for n := 1; n <= 150; n++ {
+				for i := 0; i < 80; i++ {
+					h.schedule(gpuPod(fmt.Sprintf("full-%d-%d", n, i), gpu(1, 500, 1)), fmt.Sprintf("n%04d", n*4+1))
+				}
 			}
 			pod := gpuPod("bench", gpu(1, 4000, 20))
 			pod.Annotations[devices.NodePolicyAnnotation] = string(policy)
