@@ -50,7 +50,7 @@ func (p *Plugin) offerCandidates(logger klog.Logger, s *cycleState, pod *corev1.
 		if !p.admits(logger, pod, affinity, name) {
 			continue
 		}
-		fit, st, _ := p.fitNode(s, pod, name)
+		fit, st, _ := p.fitNodeChecking(s, pod, name, false)
 		if !st.IsSuccess() {
 			continue
 		}

@@ -54,6 +54,15 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 // computes the node's score. A status that turns the node away carries a
 // node-independent message; detail is the node's own account of it.
 func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (fit *nodeFit, st *fwk.Status, detail string) {
+	return p.fitNodeChecking(s, pod, nodeName, true)
+}
+
+// fitNodeChecking is fitNode; with recheckGone false, a failed fit is not
+// retried without the pods the informer no longer has (releaseGone), which
+// costs a lookup per pod on the node: choosing candidates (candidates.go)
+// tries many full nodes, and leaving out one that fits only once the
+// cache has caught up with a deletion costs nothing.
+func (p *Plugin) fitNodeChecking(s *cycleState, pod *corev1.Pod, nodeName string, recheckGone bool) (fit *nodeFit, st *fwk.Status, detail string) {
 	fit = &nodeFit{}
 	fit.assignments = fit.single[:]
 	vendors := p.registry.Vendors()
@@ -86,7 +95,7 @@ func (p *Plugin) fitNode(s *cycleState, pod *corev1.Pod, nodeName string) (fit *
 			return nil, fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: held for a nominated pod"), "freed for nominated pod " + heldFor
 		}
 		a, rej := v.Fit(cards, used, req)
-		if rej != nil && !rej.Unresolvable && p.releaseGone(nodeName, cards, used, vi) {
+		if rej != nil && !rej.Unresolvable && recheckGone && p.releaseGone(nodeName, cards, used, vi) {
 			a, rej = v.Fit(cards, used, req)
 		}
 		if rej != nil {
