@@ -3,6 +3,7 @@ package plugins
 import (
 	"cmp"
 	"container/heap"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,12 +39,15 @@ func (p *Plugin) offerCandidates(logger klog.Logger, s *cycleState, pod *corev1.
 		logger.V(4).Info("Offering every node: no candidate fitted the pod last time", "pod", klog.KObj(pod))
 		return nil
 	}
-	loads := p.cache.NodeLoads(func(vi int) bool { return !s.requests[vi].IsZero() }, nil)
-	if len(loads) <= limit {
+	buf := candidateBufferPool.Get().(*candidateBuffers)
+	defer buf.release()
+	buf.loads = p.cache.NodeLoads(func(vi int) bool { return !s.requests[vi].IsZero() }, buf.loads[:0])
+	if len(buf.loads) <= limit {
 		return nil
 	}
 	rounds := p.queueRounds(pod)
-	order := newCandidateOrder(loads, s.nodePolicy, rounds)
+	buf.order = newCandidateOrder(buf.order[:0], buf.loads, s.nodePolicy, rounds)
+	order := &buf.order
 	affinity := nodeaffinity.GetRequiredNodeAffinity(pod)
 	offered := sets.New[string]()
 	for name, ok := order.next(); ok; name, ok = order.next() {
@@ -82,19 +86,42 @@ type rankedNode struct {
 	score float32
 }
 
-func newCandidateOrder(loads []devicecache.NodeLoad, policy devices.NodePolicy, rounds func(node string) int) *candidateOrder {
-	o := make(candidateOrder, len(loads))
-	for i, l := range loads {
-		o[i] = rankedNode{name: l.Node, score: l.Score}
+// newCandidateOrder fills dst (its capacity reused) with the loads' nodes
+// and orders it.
+func newCandidateOrder(dst candidateOrder, loads []devicecache.NodeLoad, policy devices.NodePolicy, rounds func(node string) int) candidateOrder {
+	o := slices.Grow(dst[:0], len(loads))
+	for _, l := range loads {
+		n := rankedNode{name: l.Node, score: l.Score}
 		if rounds != nil {
-			o[i].rounds = rounds(l.Node)
+			n.rounds = rounds(l.Node)
 		}
 		if policy == devices.NodeSpread {
-			o[i].score = -o[i].score
+			n.score = -n.score
 		}
+		o = append(o, n)
 	}
 	heap.Init(&o)
-	return &o
+	return o
+}
+
+// candidateBuffers are the slices one choice of candidates fills, kept
+// for the next: at thousands of nodes a fresh pair per pod is an
+// allocation of a few hundred KiB each time.
+type candidateBuffers struct {
+	loads []devicecache.NodeLoad
+	order candidateOrder
+}
+
+var candidateBufferPool = sync.Pool{New: func() any { return new(candidateBuffers) }}
+
+// release returns the buffers to the pool, emptied (popping the order
+// shortened it; its capacity stays).
+func (b *candidateBuffers) release() {
+	clear(b.loads)
+	b.loads = b.loads[:0]
+	b.order = b.order[:0]
+	clear(b.order[:cap(b.order)])
+	candidateBufferPool.Put(b)
 }
 
 // next returns the best node not yet returned.

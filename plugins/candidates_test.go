@@ -154,3 +154,21 @@ func TestCandidatesFullPass(t *testing.T) {
 		t.Errorf("the attempt after: offered %v, want two candidates again", got)
 	}
 }
+
+func TestFitsHint(t *testing.T) {
+	tests := []struct {
+		nodes      int
+		candidates int32
+		want       int
+	}{
+		{nodes: 2000, candidates: 100, want: 100},
+		{nodes: 50, candidates: 100, want: 50},
+		{nodes: 2000, candidates: 0, want: 2000},
+		{nodes: 0, candidates: 100, want: 0},
+	}
+	for _, tt := range tests {
+		if got := fitsHint(tt.nodes, tt.candidates); got != tt.want {
+			t.Errorf("fitsHint(%d, %d) = %d, want %d", tt.nodes, tt.candidates, got, tt.want)
+		}
+	}
+}

@@ -77,20 +77,22 @@ func (p *Plugin) queueRounds(pod *corev1.Pod) func(node string) int {
 	if wait > 0 {
 		burst = p.bursts.allowance(pod.Spec.SchedulerName, p.waiting.behind(pod), countLimit, time.Now())
 	}
-	busy := p.queues.busy()
-	if len(busy) == 0 {
+	if !p.queues.anyQueued() {
 		// Every node is in round 0.
 		return nil
 	}
+	// Each node's queue is read as the caller asks for it: ranking a
+	// cluster's nodes reads each once, and a copy of every queue per
+	// cycle would cost an allocation per node with a queue.
 	return func(node string) int {
-		load, ok := busy[node]
-		if !ok {
+		length, perPod := p.queues.load(node)
+		if length == 0 {
 			return 0
 		}
-		limit := queueLimit(wait, countLimit, load.perPod, burst)
+		limit := queueLimit(wait, countLimit, perPod, burst)
 		if limit <= 0 {
 			return 0
 		}
-		return int(float64(load.length) / limit)
+		return int(float64(length) / limit)
 	}
 }

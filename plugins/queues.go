@@ -133,29 +133,11 @@ func (q *nodeQueues) load(node string) (length int, perPod time.Duration) {
 	return nq.length, perPod
 }
 
-// queueLoad is a node's queue length and hand-over time per pod.
-type queueLoad struct {
-	length int
-	perPod time.Duration
-}
-
-// busy returns the load of every node with a pod in its queue (a copy).
-func (q *nodeQueues) busy() map[string]queueLoad {
+// anyQueued reports whether any node has a pod in its queue.
+func (q *nodeQueues) anyQueued() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	out := make(map[string]queueLoad, len(q.queued))
-	for _, qp := range q.queued {
-		if _, ok := out[qp.node]; ok {
-			continue
-		}
-		nq := q.nodes[qp.node]
-		perPod := nq.perPod
-		if perPod <= 0 {
-			perPod = DefaultHandOverTime
-		}
-		out[qp.node] = queueLoad{length: nq.length, perPod: perPod}
-	}
-	return out
+	return len(q.queued) > 0
 }
 
 // has reports whether the pod is in a queue.
