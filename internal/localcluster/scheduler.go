@@ -104,11 +104,17 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	if err != nil {
 		return nil, fmt.Errorf("scheduler client: %w", err)
 	}
+	// Events go through a client of their own, with a rate limiter of its
+	// own, as kube-scheduler's (cmd/kube-scheduler createClients).
+	eventClient, err := kubernetes.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler event client: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Scheduler{
 		cancel:    cancel,
 		informers: scheduler.NewInformerFactory(client, 0, nil),
-		events:    events.NewEventBroadcasterAdapterWithContext(ctx, client),
+		events:    events.NewEventBroadcasterAdapterWithContext(ctx, eventClient),
 	}
 	recorders := func(name string) events.EventRecorderLogger { return s.events.NewRecorder(name) }
 	s.Scheduler, err = scheduler.New(ctx, client, s.informers, nil, recorders,

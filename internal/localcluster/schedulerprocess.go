@@ -57,6 +57,9 @@ type SchedulerProcessOptions struct {
 	// for cp.Config (an administrator). An installed release passes one
 	// holding a token of the Deployment's ServiceAccount.
 	Kubeconfig string
+	// ExtraArgs follow the container's arguments, e.g. a benchmark's
+	// --authorization-always-allow-paths to read /metrics.
+	ExtraArgs []string
 }
 
 // StartSchedulerProcess runs binary (a hami-scheduler build) against the
@@ -107,7 +110,8 @@ func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string
 	if err != nil {
 		return nil, err
 	}
-	p := &SchedulerProcess{Args: append(args, "--secure-port="+strconv.Itoa(ports[0])), out: &lockedBuffer{}, port: ports[0]}
+	args = append(append(args, opts.ExtraArgs...), "--secure-port="+strconv.Itoa(ports[0]))
+	p := &SchedulerProcess{Args: args, out: &lockedBuffer{}, port: ports[0]}
 	p.cmd = exec.Command(binary, p.Args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	var w io.Writer = p.out
@@ -143,6 +147,40 @@ func (cp *ControlPlane) RunSchedulerProcess(ctx context.Context, binary string, 
 	return exited.err, exited.output, nil
 }
 
+// Get reads path (e.g. /metrics) from the scheduler's secure port; the
+// path must be one the process lets anyone read
+// (--authorization-always-allow-paths).
+func (p *SchedulerProcess) Get(ctx context.Context, path string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", p.port, path), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := selfSignedClient(time.Minute).Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, tail(string(bytes.TrimSpace(body)), 500))
+	}
+	return body, nil
+}
+
+// selfSignedClient reaches kube-scheduler's secure port, whose
+// certificate it signed itself.
+func selfSignedClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the scheduler's own loopback port
+	}}
+}
+
+// Pid is the process's ID.
+func (p *SchedulerProcess) Pid() int { return p.cmd.Process.Pid }
+
 // Output is what the process printed so far.
 func (p *SchedulerProcess) Output() string { return p.out.String() }
 
@@ -162,10 +200,7 @@ func (e *exitedError) Error() string {
 // waitReady polls /readyz (where it is served) on the secure port until
 // it answers ok.
 func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) error {
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
-		// kube-scheduler serves a self-signed certificate.
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // loopback health probe
-	}}
+	client := selfSignedClient(5 * time.Second)
 	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", p.port)
 	// kube-scheduler 1.30 serves no /readyz: /healthz there, which does
 	// not wait for the informers (the tests then wait for their pods).
