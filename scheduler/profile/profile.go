@@ -7,6 +7,7 @@
 package profile
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 
@@ -122,6 +123,17 @@ func Versioned(args *hamiv1.HAMiArgs) (*configv1.KubeSchedulerConfiguration, err
 // scheduler runs: hami-scheduler (with args; nil means the plugin's
 // defaults) and, when withDefault is set, kube-scheduler's default profile.
 func Profiles(args *hamiv1.HAMiArgs, withDefault bool) ([]config.KubeSchedulerProfile, error) {
+	internal, err := withArgs(args, withDefault)
+	if err != nil {
+		return nil, err
+	}
+	return internal.Profiles, nil
+}
+
+// withArgs is the shipped configuration with args (Versioned) and, when
+// withDefault is set, kube-scheduler's default profile, defaulted and
+// validated.
+func withArgs(args *hamiv1.HAMiArgs, withDefault bool) (*config.KubeSchedulerConfiguration, error) {
 	cfg, err := Versioned(args)
 	if err != nil {
 		return nil, err
@@ -129,11 +141,7 @@ func Profiles(args *hamiv1.HAMiArgs, withDefault bool) ([]config.KubeSchedulerPr
 	if withDefault {
 		cfg.Profiles = append(cfg.Profiles, configv1.KubeSchedulerProfile{SchedulerName: ptr.To(DefaultSchedulerName)})
 	}
-	internal, err := Internal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return internal.Profiles, nil
+	return Internal(cfg)
 }
 
 // ClientLimits are the QPS and burst of the scheduler's API client in the
@@ -148,6 +156,26 @@ func ClientLimits() (qps float32, burst int, err error) {
 		return 0, 0, err
 	}
 	return cfg.ClientConnection.QPS, int(cfg.ClientConnection.Burst), nil
+}
+
+// File is the KubeSchedulerConfiguration file a hami-scheduler process
+// reads to run Profiles(args, withDefault): the shipped configuration with
+// those args, defaulted and written as kube-scheduler's --write-config-to
+// writes its own. The benchmark runs the shipped binary with it.
+func File(args *hamiv1.HAMiArgs, withDefault bool) ([]byte, error) {
+	internal, err := withArgs(args, withDefault)
+	if err != nil {
+		return nil, err
+	}
+	info, ok := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeYAML)
+	if !ok {
+		return nil, fmt.Errorf("encode scheduler configuration: no YAML serializer")
+	}
+	var buf bytes.Buffer
+	if err := scheme.Codecs.EncoderForVersion(info.Serializer, configv1.SchemeGroupVersion).Encode(internal, &buf); err != nil {
+		return nil, fmt.Errorf("encode scheduler configuration: %w", err)
+	}
+	return buf.Bytes(), nil
 }
 
 // Internal defaults and converts a versioned configuration the way

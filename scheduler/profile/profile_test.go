@@ -145,3 +145,48 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 		}
 	}
 }
+
+// File writes the configuration Profiles runs: read back as
+// kube-scheduler reads its file, it holds the same profiles, and the
+// rest is the shipped configuration.
+func TestFile(t *testing.T) {
+	tests := []struct {
+		name        string
+		args        *hamiv1.HAMiArgs
+		withDefault bool
+	}{
+		{name: "shipped"},
+		{name: "spread with the default profile", args: &hamiv1.HAMiArgs{NodeSchedulerPolicy: ptr.To("spread"), NodeQueueLimit: ptr.To[int32](0)}, withDefault: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			data, err := File(tt.args, tt.withDefault)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Decode(data)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, data)
+			}
+			want, err := Profiles(tt.args, tt.withDefault)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got.Profiles); diff != "" {
+				t.Errorf("profiles read back from File (-Profiles +File):\n%s", diff)
+			}
+			shipped, err := Versioned(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			internal, err := Internal(shipped)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got.Profiles, internal.Profiles = nil, nil
+			if diff := cmp.Diff(internal, got); diff != "" {
+				t.Errorf("settings besides the profiles differ from the shipped ones (-shipped +File):\n%s", diff)
+			}
+		})
+	}
+}
