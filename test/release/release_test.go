@@ -220,13 +220,50 @@ func nodeUpdate(e *env) {
 		}
 		cordon(&nodes.Items[i], `"`+strings.Join(uuids, ",")+`"`)
 	}
-	e.create(e.pod("after-update", 1, 1000, 0))
-	e.waitPendingUnschedulable("after-update")
+	name := e.createUnschedulable(func(attempt int) *corev1.Pod {
+		return e.pod(fmt.Sprintf("after-update-%d", attempt), 1, 1000, 0)
+	})
 	for i := range nodes.Items {
 		cordon(&nodes.Items[i], "null")
 	}
-	e.waitRunning("after-update")
-	e.delete("after-update")
+	e.waitRunning(name)
+	e.delete(name)
+}
+
+// createUnschedulable creates the pod and waits for the scheduler to mark
+// it unschedulable, after a change to the nodes that should leave it no
+// place. The scheduler hears of that change from its node informer, apart
+// from the pod's: a pod created right after the change may be placed
+// before the scheduler has seen it. Such a pod is deleted and the next
+// attempt's pod created, until one is found unschedulable (a scheduler
+// that never sees the change fails the wait). It returns that pod's name.
+func (e *env) createUnschedulable(next func(attempt int) *corev1.Pod) string {
+	e.t.Helper()
+	var name string
+	attempt := 0
+	e.eventually("a pod found unschedulable", func() (bool, string) {
+		if name == "" {
+			name = e.create(next(attempt)).Name
+			attempt++
+		}
+		p, err := controlPlane.Client.CoreV1().Pods(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if p.Spec.NodeName != "" {
+			e.t.Logf("pod %s placed on %s before the scheduler saw the nodes change; trying another", name, p.Spec.NodeName)
+			e.delete(name)
+			name = ""
+			return false, "placed on " + p.Spec.NodeName
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return true, c.Message
+			}
+		}
+		return false, fmt.Sprintf("conditions %v", p.Status.Conditions)
+	})
+	return name
 }
 
 // certificateRotation: the webhook issued its own CA and certificate into
