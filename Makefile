@@ -108,7 +108,7 @@ bench:
 
 # End-to-end throughput on the in-process control plane (test/perf).
 bench-e2e:
-	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 120m ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS) $(BENCH_ARGS)
+	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 120m -ldflags '$(TEST_LDFLAGS)' ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS) $(BENCH_ARGS)
 
 # The scale run of docs/benchmarks.md: 200, 1,000 and 2,000 nodes x 8 cards
 # one after the other, steady arrivals at 30 pods/s (about 50 minutes on 2

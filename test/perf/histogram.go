@@ -1,15 +1,63 @@
 package perf
 
 import (
+	"bytes"
 	"fmt"
 	"math"
-	"runtime"
 	"sort"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
-	"k8s.io/component-base/metrics/legacyregistry"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
+
+// metricFamilies are a scrape of a scheduler's /metrics, by name.
+type metricFamilies map[string]*dto.MetricFamily
+
+// parseMetrics reads a /metrics page (Prometheus' text format).
+func parseMetrics(page []byte) (metricFamilies, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(bytes.NewReader(page))
+	if err != nil {
+		return nil, fmt.Errorf("parse metrics: %w", err)
+	}
+	return families, nil
+}
+
+// series are the family's series whose labels include match.
+func (m metricFamilies) series(name string, match map[string]string) []*dto.Metric {
+	var out []*dto.Metric
+series:
+	for _, s := range m[name].GetMetric() {
+		for k, v := range match {
+			if label(s, k) != v {
+				continue series
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// value sums the gauges or counters of a family whose labels include
+// match.
+func (m metricFamilies) value(name string, match map[string]string) float64 {
+	var v float64
+	for _, s := range m.series(name, match) {
+		v += s.GetGauge().GetValue() + s.GetCounter().GetValue() + s.GetUntyped().GetValue()
+	}
+	return v
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
 
 // attemptMetric is kube-scheduler's histogram of scheduling attempts, from
 // the start of the scheduling cycle to the end of binding, by result and
@@ -22,90 +70,42 @@ type histogram struct {
 	counts []float64
 }
 
-// attempts gathers the attempt histogram of one profile and result.
-func attempts(profile, result string) (histogram, error) {
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		return histogram{}, fmt.Errorf("gather metrics: %w", err)
-	}
+// attempts is the attempt histogram of one profile and result.
+func (m metricFamilies) attempts(profile, result string) histogram {
 	var h histogram
-	for _, f := range families {
-		if f.GetName() != attemptMetric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if label(m, "profile") != profile || label(m, "result") != result {
+	for _, s := range m.series(attemptMetric, map[string]string{"profile": profile, "result": result}) {
+		// The text format lists the +Inf bucket, which a registry's
+		// Gather leaves implicit: it is added when absent.
+		for _, b := range s.GetHistogram().GetBucket() {
+			if math.IsInf(b.GetUpperBound(), 1) {
 				continue
 			}
-			for _, b := range m.GetHistogram().GetBucket() {
-				h.bounds = append(h.bounds, b.GetUpperBound())
-				h.counts = append(h.counts, float64(b.GetCumulativeCount()))
-			}
-			h.bounds = append(h.bounds, math.Inf(1))
-			h.counts = append(h.counts, float64(m.GetHistogram().GetSampleCount()))
+			h.bounds = append(h.bounds, b.GetUpperBound())
+			h.counts = append(h.counts, float64(b.GetCumulativeCount()))
 		}
+		h.bounds = append(h.bounds, math.Inf(1))
+		h.counts = append(h.counts, float64(s.GetHistogram().GetSampleCount()))
 	}
-	return h, nil
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
+	return h
 }
 
 // pluginMetric is kube-scheduler's sampled histogram of each plugin's
 // time at an extension point; Filter and Score observe one node each.
 const pluginMetric = "scheduler_plugin_execution_duration_seconds"
 
-// pluginTotals are pluginMetric's totals by extension point and plugin.
-type pluginTotals map[[2]string]sumCount
-
-func pluginTimes() (pluginTotals, error) {
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		return nil, fmt.Errorf("gather metrics: %w", err)
+// pluginMeans is each plugin's mean time at the extension point.
+func (m metricFamilies) pluginMeans(extensionPoint string) map[string]time.Duration {
+	totals := map[string]sumCount{}
+	for _, s := range m.series(pluginMetric, map[string]string{"extension_point": extensionPoint}) {
+		t := totals[label(s, "plugin")]
+		t.sum += s.GetHistogram().GetSampleSum()
+		t.count += float64(s.GetHistogram().GetSampleCount())
+		totals[label(s, "plugin")] = t
 	}
-	out := pluginTotals{}
-	for _, f := range families {
-		if f.GetName() != pluginMetric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			key := [2]string{label(m, "extension_point"), label(m, "plugin")}
-			t := out[key]
-			t.sum += m.GetHistogram().GetSampleSum()
-			t.count += float64(m.GetHistogram().GetSampleCount())
-			out[key] = t
-		}
-	}
-	return out, nil
-}
-
-// since is each plugin's mean time at the extension point since earlier.
-func (t pluginTotals) since(earlier pluginTotals, extensionPoint string) map[string]time.Duration {
 	out := map[string]time.Duration{}
-	for key, total := range t {
-		if key[0] != extensionPoint {
-			continue
-		}
-		if d := total.since(earlier[key]).mean(); d > 0 {
-			out[key[1]] = d
-		}
-	}
-	return out
-}
-
-// since is h minus an earlier snapshot of the same histogram.
-func (h histogram) since(earlier histogram) histogram {
-	out := histogram{bounds: h.bounds, counts: make([]float64, len(h.counts))}
-	for i := range h.counts {
-		out.counts[i] = h.counts[i]
-		if i < len(earlier.counts) {
-			out.counts[i] -= earlier.counts[i]
+	for plugin, t := range totals {
+		if d := t.mean(); d > 0 {
+			out[plugin] = d
 		}
 	}
 	return out
@@ -149,36 +149,19 @@ func (h histogram) quantile(q float64) float64 {
 	return lower + (h.bounds[i]-lower)*(rank-below)/inBucket
 }
 
-// sumCount adds up the sum and count of every series of a histogram metric
-// whose labels include match (e.g. profile and extension_point).
+// sumCount is the sum and count of a histogram's observations.
 type sumCount struct{ sum, count float64 }
 
-func histogramTotals(name string, match map[string]string) (sumCount, error) {
-	families, err := legacyregistry.DefaultGatherer.Gather()
-	if err != nil {
-		return sumCount{}, fmt.Errorf("gather metrics: %w", err)
-	}
+// histogramTotals adds up the sum and count of every series of a
+// histogram metric whose labels include match (e.g. profile and
+// extension_point).
+func (m metricFamilies) histogramTotals(name string, match map[string]string) sumCount {
 	var t sumCount
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			for k, v := range match {
-				if label(m, k) != v {
-					continue series
-				}
-			}
-			t.sum += m.GetHistogram().GetSampleSum()
-			t.count += float64(m.GetHistogram().GetSampleCount())
-		}
+	for _, s := range m.series(name, match) {
+		t.sum += s.GetHistogram().GetSampleSum()
+		t.count += float64(s.GetHistogram().GetSampleCount())
 	}
-	return t, nil
-}
-
-func (t sumCount) since(earlier sumCount) sumCount {
-	return sumCount{sum: t.sum - earlier.sum, count: t.count - earlier.count}
+	return t
 }
 
 // mean is the mean observation in seconds, 0 when there is none.
@@ -187,29 +170,4 @@ func (t sumCount) mean() time.Duration {
 		return 0
 	}
 	return time.Duration(t.sum / t.count * float64(time.Second))
-}
-
-// liveHeap is the process's heap in use after a garbage collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
-}
-
-// settledHeap is liveHeap once it has stopped falling: a scheduler stopped
-// just before lets go of its memory only as its goroutines end, which
-// takes a few seconds (at most 20 tries a second apart).
-func settledHeap() uint64 {
-	heap := liveHeap()
-	for range 20 {
-		time.Sleep(time.Second)
-		next := liveHeap()
-		if next+1<<20 > heap {
-			return min(heap, next)
-		}
-		heap = next
-	}
-	return heap
 }

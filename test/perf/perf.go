@@ -16,7 +16,6 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -83,6 +82,14 @@ type Options struct {
 	// Timeout bounds each phase (default 20 minutes); pods not Running by
 	// then are reported as such.
 	Timeout time.Duration
+	// SchedulerBinary is the hami-scheduler build each phase runs as a
+	// process (phaseScheduler); SchedulerLog, if set, receives its output.
+	SchedulerBinary string
+	SchedulerLog    io.Writer
+	// ProfileDir, if set, receives a CPU profile of the whole process
+	// (control plane, nodes and scheduler) per phase, from the scheduler's
+	// start to the phase's last pod Running (cpuProfile).
+	ProfileDir string
 }
 
 // Phase is the outcome of placing one set of pods.
@@ -117,8 +124,9 @@ type Phase struct {
 	// Scheduled, Unschedulable and Errors count attempts by result.
 	Scheduled, Unschedulable, Errors float64
 	// Scheduler, DevicePlugin and Kubelet are the API calls made by the
-	// scheduler, the simulated device plugins and the simulated kubelets
-	// during the phase.
+	// scheduler process (by method, from its start: clientCalls), the
+	// simulated device plugins and the simulated kubelets (by method and
+	// resource, during the phase).
 	Scheduler, DevicePlugin, Kubelet callDelta
 	// Packing is where the pods went.
 	Packing Packing
@@ -137,10 +145,12 @@ type Phase struct {
 	// point (HAMi's lock wait and assignment patch).
 	Algorithm sumCount
 	PreBind   sumCount
-	// SchedulerSpent and DevicePluginSpent are the time the scheduler's
-	// and the device plugins' API calls (watches aside) took in the
-	// transport, in all: the API server's latency, not the client limit.
-	SchedulerSpent, DevicePluginSpent time.Duration
+	// SchedulerLatency is the mean time of the scheduler's API requests
+	// (its client's rest_client_request_duration_seconds, from its start).
+	// DevicePluginSpent is the time the device plugins' API calls took in
+	// the transport, in all. Both are the API server's latency, not the
+	// clients' rate limiters.
+	SchedulerLatency, DevicePluginSpent time.Duration
 	// HandOverP50 and HandOverP99 are quantiles of the node hand-overs
 	// that a pod was waiting for: from the device plugin releasing a
 	// node's lock to the kubelet's Allocate of the next pod on the node,
@@ -161,6 +171,11 @@ type Phase struct {
 	// holds then.
 	SchedulerHeap uint64
 	Cache         devicecache.Stats
+	// SchedulerCPU is the CPU time the scheduler process used from its
+	// start to the phase's last pod Running; ClusterCPU the same of the
+	// benchmark's own process: the API server, etcd, the simulated nodes
+	// and the benchmark's watch, which share the machine with it.
+	SchedulerCPU, ClusterCPU time.Duration
 }
 
 // PerNode is the sum of the plugins' mean times per node.
@@ -296,7 +311,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 
 	run := func(ph Phase, args *hamiv1.HAMiArgs, containers func() []corev1.Container) error {
-		ph, problems, err := runPhase(ctx, cp, agent, calls, args, opts.Timeout, ph, containers, progress)
+		ph, problems, err := runPhase(ctx, cp, agent, calls, args, opts, ph, containers, progress)
 		if err != nil {
 			return err
 		}
@@ -389,7 +404,7 @@ func (t *podTimes) observe(obj any) {
 // scheduler starts for a backlog, at the phase's rate after it for steady
 // arrivals), measures until every pod is Running or failed, then deletes
 // them. problems are accounting problems found before the deletion.
-func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode.Agent, calls *nodeCalls, args *hamiv1.HAMiArgs, timeout time.Duration,
+func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode.Agent, calls *nodeCalls, args *hamiv1.HAMiArgs, opts Options,
 	ph Phase, containers func() []corev1.Container, progress io.Writer) (_ Phase, problems []string, _ error) {
 	namespace := strings.NewReplacer(" ", "-", "/", "-").Replace(ph.Name())
 	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
@@ -424,33 +439,36 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	factory.Start(watchCtx.Done())
 	factory.WaitForCacheSync(watchCtx.Done())
 
-	schedCalls := newAPICounter()
-	scheduledBefore, err := attempts(ph.Profile, "scheduled")
-	if err != nil {
-		return ph, nil, err
-	}
-	unschedulableBefore, _ := attempts(ph.Profile, "unschedulable")
-	errorsBefore, _ := attempts(ph.Profile, "error")
 	dpBefore, kubeletBefore := calls.devicePlugin.snapshot(), calls.kubelet.snapshot()
 	dpSpentBefore := calls.devicePlugin.spentSoFar()
-	algorithmBefore, _ := histogramTotals(algorithmMetric, nil)
-	preBindBefore, _ := histogramTotals(extensionPointMetric, map[string]string{"profile": ph.Profile, "extension_point": "PreBind"})
-	pluginsBefore, err := pluginTimes()
+	sched, err := startPhaseScheduler(ctx, cp, opts.SchedulerBinary, args, opts.SchedulerLog)
 	if err != nil {
 		return ph, nil, err
 	}
-
-	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{
-		Args:          args,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return schedCalls.Wrap(rt) },
-	})
+	defer sched.stop(ctx)
+	schedCPUBefore, err := sched.cpuTime()
 	if err != nil {
+		return ph, nil, err
+	}
+	clusterCPUBefore := ownCPU()
+	stopProfile, err := startCPUProfile(opts.ProfileDir, opts.Nodes, ph, sched)
+	if err != nil {
+		return ph, nil, err
+	}
+	leading, err := sched.leadingSince(ctx)
+	if err != nil {
+		stopProfile()
 		return ph, nil, err
 	}
 	fmt.Fprintf(progress, "%s: scheduler started\n", ph.Name())
+	// A backlog's pods wait from the moment the scheduler leads; steady
+	// arrivals start now.
 	start := time.Now()
+	if ph.Arrival == Backlog {
+		start = leading
+	}
 	created := make([]time.Time, ph.Pods)
-	deadline := time.After(timeout)
+	deadline := time.After(opts.Timeout)
 	createErr := make(chan error, 1)
 	if ph.Arrival == Steady {
 		fmt.Fprintf(progress, "%s: creating %d pods at %g/s\n", ph.Name(), ph.Pods, ph.Rate)
@@ -462,7 +480,7 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 		createErr <- nil
 	}
 	if err := <-createErr; err != nil {
-		sched.Stop()
+		stopProfile()
 		return ph, nil, err
 	}
 	select {
@@ -470,6 +488,12 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	case <-deadline:
 	case <-ctx.Done():
 	}
+	stopProfile()
+	schedCPU, err := sched.cpuTime()
+	if err != nil {
+		return ph, nil, err
+	}
+	ph.SchedulerCPU, ph.ClusterCPU = schedCPU-schedCPUBefore, ownCPU()-clusterCPUBefore
 	times.mu.Lock()
 	ph.Bound, ph.Running, ph.Failed = len(times.bound), len(times.running), len(times.failed)
 	var last time.Time
@@ -509,37 +533,29 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	// Let the last events and node-side calls of the phase land before
 	// the counters are read.
 	time.Sleep(2 * time.Second)
-	sched.Stop()
-	pluginsAfter, err := pluginTimes()
+	metrics, err := sched.metrics(ctx)
 	if err != nil {
 		return ph, nil, err
 	}
-	ph.Filter, ph.Score = pluginsAfter.since(pluginsBefore, "Filter"), pluginsAfter.since(pluginsBefore, "Score")
-	ph.PreFilter = pluginsAfter.since(pluginsBefore, "PreFilter")
+	sched.stop(ctx)
+	ph.Filter, ph.Score = metrics.pluginMeans("Filter"), metrics.pluginMeans("Score")
+	ph.PreFilter = metrics.pluginMeans("PreFilter")
 	fmt.Fprintf(progress, "%s: %d/%d pods Running (%d failed) in %s\n", ph.Name(), ph.Running, ph.Pods, ph.Failed, ph.Elapsed.Round(time.Millisecond))
 
-	ph.Scheduler = delta(nil, schedCalls.snapshot())
+	ph.Scheduler = clientCalls(metrics)
 	ph.DevicePlugin = delta(dpBefore, calls.devicePlugin.snapshot())
 	ph.Kubelet = delta(kubeletBefore, calls.kubelet.snapshot())
 	gaps := waitedHandOvers(agent.TakeHandOvers(), namespace, handed)
 	ph.HandOvers, ph.HandOverP50, ph.HandOverP99 = len(gaps), quantile(gaps, 0.50), quantile(gaps, 0.99)
-	ph.SchedulerSpent, ph.DevicePluginSpent = schedCalls.spentSoFar(), calls.devicePlugin.spentSoFar()-dpSpentBefore
-	scheduled, err := attempts(ph.Profile, "scheduled")
-	if err != nil {
-		return ph, nil, err
-	}
-	h := scheduled.since(scheduledBefore)
+	ph.SchedulerLatency, ph.DevicePluginSpent = clientLatency(metrics), calls.devicePlugin.spentSoFar()-dpSpentBefore
+	h := metrics.attempts(ph.Profile, "scheduled")
 	ph.AttemptP50, ph.P50Beyond = seconds(h.quantile(0.50), h)
 	ph.AttemptP99, ph.P99Beyond = seconds(h.quantile(0.99), h)
 	ph.Scheduled = h.count()
-	unschedulable, _ := attempts(ph.Profile, "unschedulable")
-	ph.Unschedulable = unschedulable.since(unschedulableBefore).count()
-	errs, _ := attempts(ph.Profile, "error")
-	ph.Errors = errs.since(errorsBefore).count()
-	algorithm, _ := histogramTotals(algorithmMetric, nil)
-	ph.Algorithm = algorithm.since(algorithmBefore)
-	preBind, _ := histogramTotals(extensionPointMetric, map[string]string{"profile": ph.Profile, "extension_point": "PreBind"})
-	ph.PreBind = preBind.since(preBindBefore)
+	ph.Unschedulable = metrics.attempts(ph.Profile, "unschedulable").count()
+	ph.Errors = metrics.attempts(ph.Profile, "error").count()
+	ph.Algorithm = metrics.histogramTotals(algorithmMetric, nil)
+	ph.PreBind = metrics.histogramTotals(extensionPointMetric, map[string]string{"profile": ph.Profile, "extension_point": "PreBind"})
 
 	allNodes, err := cp.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -562,41 +578,32 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 		ph.Packing = wholeCardPacking(allNodes.Items, pods.Items)
 	}
 	ph.Packing.BusiestNode = busiestNode(pods.Items)
-	if ph.SchedulerHeap, ph.Cache, err = schedulerHeap(ctx, cp, args); err != nil {
+	if ph.SchedulerHeap, ph.Cache, err = schedulerHeap(ctx, cp, opts.SchedulerBinary, args, opts.SchedulerLog); err != nil {
 		return ph, nil, err
 	}
 	return ph, problems, deletePods(ctx, cp.Client, namespace)
 }
 
-// schedulerHeap measures the live heap one scheduler takes on the cluster
-// as the phase left it (its pods bound, nothing to schedule): with one
-// scheduler running, the process's heap after a garbage collection before
-// and after a second one starts (its informers' copies of the nodes and
-// pods, the device cache, kube-scheduler's cache). The first one is there
-// because a scheduler starting lets go of process-wide references to the
-// one before it (metrics), which would otherwise be counted. It also
-// returns what the second one's device cache holds.
-func schedulerHeap(ctx context.Context, cp *localcluster.ControlPlane, args *hamiv1.HAMiArgs) (uint64, devicecache.Stats, error) {
-	first, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: args})
+// schedulerHeap measures the live heap of a scheduler process on the
+// cluster as the phase left it (its pods bound, nothing to schedule): a
+// fresh process, once ready, after a garbage collection; its informers'
+// copies of the nodes and pods, the device cache, kube-scheduler's cache.
+// It also returns what that process's device cache holds.
+func schedulerHeap(ctx context.Context, cp *localcluster.ControlPlane, binary string, args *hamiv1.HAMiArgs, log io.Writer) (uint64, devicecache.Stats, error) {
+	s, err := startPhaseScheduler(ctx, cp, binary, args, log)
 	if err != nil {
 		return 0, devicecache.Stats{}, err
 	}
-	defer first.Stop()
-	before := settledHeap()
-	second, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: args})
+	defer s.stop(ctx)
+	heap, err := s.liveHeap(ctx)
 	if err != nil {
 		return 0, devicecache.Stats{}, err
 	}
-	defer second.Stop()
-	after := liveHeap()
-	var stats devicecache.Stats
-	if p := second.Plugin(); p != nil {
-		stats = p.Cache().Stats()
+	metrics, err := s.metrics(ctx)
+	if err != nil {
+		return 0, devicecache.Stats{}, err
 	}
-	if after < before {
-		return 0, stats, nil
-	}
-	return after - before, stats, nil
+	return heap, cacheStats(metrics), nil
 }
 
 // servedWhileArriving is the rate of pods getting to Running from a quarter
@@ -948,12 +955,13 @@ func (r *Result) Print(w io.Writer) {
 			}
 			return (d / time.Duration(n)).Round(100 * time.Microsecond).String()
 		}
-		return mean(p.SchedulerSpent, p.Scheduler.calls()) + " / " + mean(p.DevicePluginSpent, p.DevicePlugin.calls())
+		return p.SchedulerLatency.Round(100*time.Microsecond).String() + " / " + mean(p.DevicePluginSpent, p.DevicePlugin.calls())
 	})
 	row("kubelet calls/pod", func(p Phase) string { return ratio(float64(p.Kubelet.calls()), float64(p.Bound)) })
 	row("cards used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Cards, p.Packing.MinCards) })
 	row("nodes used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Nodes, p.Packing.MinNodes) })
 	row("pods on the busiest node", func(p Phase) string { return strconv.Itoa(p.Packing.BusiestNode) })
+	row("CPU per pod: scheduler / cluster", func(p Phase) string { return p.cpuPerPod() })
 	row("scheduler heap at the end (MiB)", func(p Phase) string { return mib(p.SchedulerHeap) })
 	row("device cache: nodes / cards / pods", func(p Phase) string {
 		return fmt.Sprintf("%d / %d / %d", p.Cache.Nodes, p.Cache.Cards, p.Cache.Pods)
@@ -973,6 +981,18 @@ func (r *Result) Print(w io.Writer) {
 	if len(r.Overcommitted) > 0 {
 		fmt.Fprintf(w, "ACCOUNTING PROBLEMS:\n  %s\n", strings.Join(r.Overcommitted, "\n  "))
 	}
+}
+
+// cpuPerPod formats the scheduler process's CPU time per pod and that of
+// the rest of the cluster (the benchmark's process).
+func (p Phase) cpuPerPod() string {
+	if p.Running == 0 {
+		return "-"
+	}
+	per := func(d time.Duration) string {
+		return (d / time.Duration(p.Running)).Round(10 * time.Microsecond).String()
+	}
+	return per(p.SchedulerCPU) + " / " + per(p.ClusterCPU)
 }
 
 // perNode formats the plugins' time per node: all of them, then HAMi's.

@@ -46,12 +46,12 @@ func ParseSizes(nodes, pods string) (nodeCounts, podCounts []int, err error) {
 func PrintSizes(w io.Writer, runs []*Result) {
 	fmt.Fprintln(w, "By cluster size (each size a run of its own, one after the other):")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "nodes\tpods\tphase\tpods/s\twhile arriving\tp99 to Running\talgorithm/pod\tPreFilter/pod all / HAMi\tFilter/node all / HAMi\tScore/node all / HAMi\tsched. writes/pod\tcards (lb)\tnodes (lb)\tsched. heap MiB\tfailed attempts\t")
+	fmt.Fprintln(tw, "nodes\tpods\tphase\tpods/s\twhile arriving\tp99 to Running\talgorithm/pod\tPreFilter/pod all / HAMi\tFilter/node all / HAMi\tScore/node all / HAMi\tsched. writes/pod\tCPU/pod sched. / cluster\tcards (lb)\tnodes (lb)\tsched. heap MiB\tfailed attempts\t")
 	for _, r := range runs {
 		for _, p := range r.Phases {
-			fmt.Fprintf(tw, "%d\t%d\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d (%d)\t%d (%d)\t%s\t%.0f\t\n",
+			fmt.Fprintf(tw, "%d\t%d\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d (%d)\t%d (%d)\t%s\t%.0f\t\n",
 				r.Nodes, p.Pods, p.Name(), p.PodsPerSecond(), served(p), p.RunP99.Round(10*time.Millisecond), p.AlgorithmPerPod().Round(10*time.Microsecond),
-				perNode(p.PreFilter), perNode(p.Filter), perNode(p.Score), ratio(float64(p.Scheduler.total(true)), float64(p.Bound)),
+				perNode(p.PreFilter), perNode(p.Filter), perNode(p.Score), ratio(float64(p.Scheduler.total(true)), float64(p.Bound)), p.cpuPerPod(),
 				p.Packing.Cards, p.Packing.MinCards, p.Packing.Nodes, p.Packing.MinNodes, mib(p.SchedulerHeap), p.Unschedulable+p.Errors)
 		}
 	}
