@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
-	"k8s.io/client-go/transport"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
@@ -29,9 +28,6 @@ import (
 type SchedulerOptions struct {
 	// Args configure the HAMi plugin; nil leaves its defaults.
 	Args *hamiv1.HAMiArgs
-	// WrapTransport, if set, wraps the scheduler's HTTP transport, e.g. to
-	// count its API calls.
-	WrapTransport transport.WrapperFunc
 	// LeaderElection, if set, makes the scheduler one of several replicas:
 	// it schedules only while it holds the lease, as kube-scheduler does.
 	LeaderElection *LeaderElection
@@ -96,9 +92,6 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	// hami-scheduler's (clientConnection), for both profiles.
 	if c.QPS, c.Burst, err = profile.ClientLimits(); err != nil {
 		return nil, err
-	}
-	if opts.WrapTransport != nil {
-		c.Wrap(opts.WrapTransport)
 	}
 	client, err := kubernetes.NewForConfig(c)
 	if err != nil {

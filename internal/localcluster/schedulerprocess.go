@@ -39,6 +39,8 @@ type SchedulerProcess struct {
 	exited *processExit
 	out    *lockedBuffer
 	port   int
+	// http reaches its secure port, whose certificate it signed itself.
+	http *http.Client
 }
 
 // SchedulerProcessOptions configure StartSchedulerProcess.
@@ -111,7 +113,9 @@ func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string
 		return nil, err
 	}
 	args = append(append(args, opts.ExtraArgs...), "--secure-port="+strconv.Itoa(ports[0]))
-	p := &SchedulerProcess{Args: args, out: &lockedBuffer{}, port: ports[0]}
+	p := &SchedulerProcess{Args: args, out: &lockedBuffer{}, port: ports[0], http: &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the scheduler's own loopback port
+	}}}
 	p.cmd = exec.Command(binary, p.Args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	var w io.Writer = p.out
@@ -147,35 +151,39 @@ func (cp *ControlPlane) RunSchedulerProcess(ctx context.Context, binary string, 
 	return exited.err, exited.output, nil
 }
 
-// Get reads path (e.g. /metrics) from the scheduler's secure port; the
-// path must be one the process lets anyone read
+// Get reads path (e.g. /metrics) from the scheduler's secure port, within
+// a minute; the path must be one the process lets anyone read
 // (--authorization-always-allow-paths).
 func (p *SchedulerProcess) Get(ctx context.Context, path string) ([]byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", p.port, path), nil)
+	status, body, err := p.get(ctx, path, time.Minute)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := selfSignedClient(time.Minute).Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s: %s", path, resp.Status, tail(string(bytes.TrimSpace(body)), 500))
+	if status != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %d: %s", path, status, tail(string(bytes.TrimSpace(body)), 500))
 	}
 	return body, nil
 }
 
-// selfSignedClient reaches kube-scheduler's secure port, whose
-// certificate it signed itself.
-func selfSignedClient(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the scheduler's own loopback port
-	}}
+// get reads path from the secure port, bounded by limit, and returns the
+// status code and body.
+func (p *SchedulerProcess) get(ctx context.Context, path string, limit time.Duration) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("https://127.0.0.1:%d%s", p.port, path), nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := p.http.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return resp.StatusCode, body, nil
 }
 
 // Pid is the process's ID.
@@ -200,28 +208,25 @@ func (e *exitedError) Error() string {
 // waitReady polls /readyz (where it is served) on the secure port until
 // it answers ok.
 func (p *SchedulerProcess) waitReady(ctx context.Context, limit time.Duration) error {
-	client := selfSignedClient(5 * time.Second)
-	url := fmt.Sprintf("https://127.0.0.1:%d/readyz", p.port)
-	// kube-scheduler 1.30 serves no /readyz: /healthz there, which does
-	// not wait for the informers (the tests then wait for their pods).
-	healthz := fmt.Sprintf("https://127.0.0.1:%d/healthz", p.port)
+	path := "/readyz"
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
 		if p.exited.exitedYet() {
 			return false, &exitedError{err: p.exited.err, output: p.Output()}
 		}
-		resp, err := client.Get(url)
+		status, body, err := p.get(ctx, path, 5*time.Second)
 		if err != nil {
 			last = err.Error()
 			return false, nil
 		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		last = fmt.Sprintf("%d %s", resp.StatusCode, bytes.TrimSpace(body))
-		if resp.StatusCode == http.StatusNotFound && url != healthz {
-			url = healthz
+		last = fmt.Sprintf("%d %s", status, bytes.TrimSpace(body))
+		// kube-scheduler 1.30 serves no /readyz: /healthz there, which
+		// does not wait for the informers (the tests then wait for their
+		// pods).
+		if status == http.StatusNotFound && path != "/healthz" {
+			path = "/healthz"
 		}
-		return resp.StatusCode == http.StatusOK, nil
+		return status == http.StatusOK, nil
 	})
 	var exited *exitedError
 	if errors.As(err, &exited) {

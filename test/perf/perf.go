@@ -86,9 +86,10 @@ type Options struct {
 	// process (phaseScheduler); SchedulerLog, if set, receives its output.
 	SchedulerBinary string
 	SchedulerLog    io.Writer
-	// ProfileDir, if set, receives a CPU profile of the whole process
-	// (control plane, nodes and scheduler) per phase, from the scheduler's
-	// start to the phase's last pod Running (cpuProfile).
+	// ProfileDir, if set, receives CPU profiles of each phase, of this
+	// process (control plane and nodes) and of the scheduler process, from
+	// the scheduler's start to the phase's last pod Running
+	// (startCPUProfile).
 	ProfileDir string
 }
 
