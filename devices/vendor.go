@@ -37,6 +37,16 @@ type Vendor interface {
 	Default(ctr *corev1.Container) (bool, error)
 }
 
+// StandardFitter is a vendor whose Fit is FitPod with no rule of its own
+// (no FitOptions, no request rewriting at fit time), so that every grant
+// takes one of a card's Split shares, the memory asked and the cores
+// asked, as GroupRoom counts them.
+type StandardFitter interface {
+	Vendor
+	// FitsByStandardRules marks the vendor; it does nothing.
+	FitsByStandardRules()
+}
+
 // RuntimeClassVendor is implemented by a vendor whose device pods need a
 // runtime class (HAMi's runtimeClassName). The webhook sets
 // spec.runtimeClassName to RuntimeClassName when the pod names none, the

@@ -31,3 +31,10 @@ var SchedulerConfigYAML []byte
 //
 //go:embed admission-policy.yaml
 var AdmissionPolicyYAML []byte
+
+// PodGroupCRDYAML is manifests/podgroup-crd.yaml: the CustomResourceDefinition
+// of scheduler-plugins' PodGroup (scheduling.x-k8s.io/v1alpha1), for the
+// Coscheduling plugin.
+//
+//go:embed podgroup-crd.yaml
+var PodGroupCRDYAML []byte

@@ -94,6 +94,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 		return nil, err
 	}
 	metricSources.add(ctx, p)
+	register(ctx, handle, p)
 	return p, nil
 }
 

@@ -36,6 +36,14 @@ func (p *Plugin) preFilter(ctx context.Context, state fwk.CycleState, pod *corev
 		rejections: &nodeRejections{},
 	}
 	state.Write(stateKey, s)
+	if fwk.IsPodGroupCycle(state) {
+		// A member of an in-tree pod group: the cycle tries its members
+		// on nodes of its own choosing (placements) and all at once, so it
+		// is not narrowed to candidates, and the victims a workload-aware
+		// preemption simulates away are read from its snapshot.
+		s.removed = p.snapshotRemovals(pod)
+		return nil, nil
+	}
 	return p.offerCandidates(klog.FromContext(ctx), s, pod), nil
 }
 

@@ -53,9 +53,17 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 	if handedOver != "" && p.undoHandOver(ctx, pod, handedOver) {
 		return
 	}
-	p.cache.Forget(pod)
+	released := p.cache.Forget(pod)
 	p.queues.remove(pod.UID)
 	p.waiting.reserve(pod.UID, false)
 	p.releaseVendorLocks(ctx, state, pod)
-	klog.FromContext(ctx).V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
+	logger := klog.FromContext(ctx)
+	logger.V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
+	if released && !fwk.IsPodGroupCycle(state) {
+		// Cards a pod held while it waited (at Permit, for the rest of its
+		// gang) are free again: pods turned away meanwhile retry now. A
+		// pod-group cycle's simulated reservations lasted one cycle, in
+		// which no other pod was turned away for them.
+		p.retryRejected(logger, "reserved devices released")
+	}
 }

@@ -20,6 +20,6 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &HAMiArgs{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &HAMiArgs{}, &CoschedulingArgs{})
 	return nil
 }

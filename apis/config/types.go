@@ -45,3 +45,17 @@ const (
 	PolicyBinpack = "binpack"
 	PolicySpread  = "spread"
 )
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CoschedulingArgs configure the Coscheduling plugin (see the v1 type for
+// the meaning of each field). Every field is set once defaults have been
+// applied.
+type CoschedulingArgs struct {
+	metav1.TypeMeta
+
+	PermitWaitingTimeSeconds int64
+	PodGroupBackoffSeconds   int64
+	PodGroupRejectPercentage int32
+	UpdatePodGroupStatus     bool
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
@@ -29,6 +30,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/apis/config/validation"
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
+	"github.com/hami-scheduler/hami-scheduler/plugins/coscheduling"
 )
 
 func main() {
@@ -44,7 +46,9 @@ func main() {
 // version and emulates its minor (withServerEmulation).
 func newCommand() *cobra.Command {
 	plugins.RegisterMetrics()
-	return withServerEmulation(withMetricsListener(withConfigCheck(app.NewSchedulerCommand(app.WithPlugin(plugins.Name, plugins.New)))))
+	return withServerEmulation(withMetricsListener(withConfigCheck(app.NewSchedulerCommand(
+		app.WithPlugin(plugins.Name, plugins.New),
+		app.WithPlugin(coscheduling.Name, coscheduling.New)))))
 }
 
 // metricsBindFlag serves the metrics registry (kube-scheduler's and
@@ -118,8 +122,8 @@ func withConfigCheck(cmd *cobra.Command) *cobra.Command {
 	return cmd
 }
 
-// configError lists every problem of the HAMi args of a configuration
-// file, one per line, with its field path in the file.
+// configError lists every problem of the HAMi and Coscheduling args of a
+// configuration file, one per line, with its field path in the file.
 type configError struct {
 	file string
 	errs field.ErrorList
@@ -127,7 +131,7 @@ type configError struct {
 
 func (e *configError) Error() string {
 	lines := make([]string, 0, len(e.errs)+1)
-	lines = append(lines, fmt.Sprintf("invalid %s args in %s:", plugins.Name, e.file))
+	lines = append(lines, fmt.Sprintf("invalid %s or %s args in %s:", plugins.Name, coscheduling.Name, e.file))
 	for _, err := range e.errs {
 		lines = append(lines, err.Error())
 	}
@@ -147,10 +151,14 @@ func checkConfigFile(file string) error {
 	var errs field.ErrorList
 	for i, prof := range cfg.Profiles {
 		for j, pc := range prof.PluginConfig {
+			path := field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("args")
+			if pc.Name == coscheduling.Name {
+				errs = append(errs, checkCoschedulingArgs(path, pc.Args)...)
+				continue
+			}
 			if pc.Name != plugins.Name {
 				continue
 			}
-			path := field.NewPath("profiles").Index(i).Child("pluginConfig").Index(j).Child("args")
 			args, err := scheme.ArgsFrom(pc.Args)
 			if err != nil {
 				errs = append(errs, field.Invalid(path, fmt.Sprintf("%T", pc.Args), err.Error()))
@@ -175,6 +183,16 @@ func checkConfigFile(file string) error {
 		return &configError{file: file, errs: errs}
 	}
 	return nil
+}
+
+// checkCoschedulingArgs decodes and validates the Coscheduling plugin's
+// args.
+func checkCoschedulingArgs(path *field.Path, obj runtime.Object) field.ErrorList {
+	args, err := scheme.CoschedulingArgsFrom(obj)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, fmt.Sprintf("%T", obj), err.Error())}
+	}
+	return validation.ValidateCoschedulingArgs(path, args)
 }
 
 // checkVendors resolves the vendors the args enable (reading the device

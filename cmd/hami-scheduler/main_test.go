@@ -166,6 +166,22 @@ func TestConfigCheck(t *testing.T) {
 		name:   "no HAMi profile",
 		config: header + "profiles:\n- schedulerName: default-scheduler\n",
 	}, {
+		name: "Coscheduling args",
+		config: header + "profiles:\n" + profile("hami-scheduler", "nodeLockWait: 10s\n") +
+			"  - name: Coscheduling\n    args:\n      permitWaitingTimeSeconds: -1\n      podGroupRejectPercentage: 150\n",
+		wantFields: []string{
+			"profiles[0].pluginConfig[1].args.permitWaitingTimeSeconds",
+			"profiles[0].pluginConfig[1].args.podGroupRejectPercentage",
+		},
+		wantText: []string{"must be between 0 and 100"},
+	}, {
+		name:     "unknown Coscheduling arg",
+		config:   header + "profiles:\n" + profile("hami-scheduler", "nodeLockWait: 10s\n") + "  - name: Coscheduling\n    args:\n      permitWaitingTime: 10\n",
+		wantText: []string{"decoding args for plugin Coscheduling", `unknown field "permitWaitingTime"`},
+	}, {
+		name:   "scheduler-plugins' Coscheduling args",
+		config: header + "profiles:\n" + profile("hami-scheduler", "nodeLockWait: 10s\n") + "  - name: Coscheduling\n    args:\n      permitWaitingTimeSeconds: 10\n      podGroupBackoffSeconds: 30\n",
+	}, {
 		name:     "not a configuration",
 		config:   "profiles: [\n",
 		wantText: []string{"config file "},

@@ -171,6 +171,9 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	return devices.FitPod(VendorWord, cards, used, req)
 }
 
+// FitsByStandardRules implements devices.StandardFitter: Fit is FitPod.
+func (v *Vendor) FitsByStandardRules() {}
+
 // ParsePod implements devices.Vendor. The card type selectors
 // (cambricon.com/use-mlutype) are defined by HAMi but never read; only the
 // uuid selectors and the card policy apply.

@@ -131,6 +131,9 @@ func (v *GCU) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRe
 	return devices.FitPod(GCUWord, cards, used, req)
 }
 
+// FitsByStandardRules implements devices.StandardFitter: Fit is FitPod.
+func (v *GCU) FitsByStandardRules() {}
+
 // Default implements devices.Vendor: detection only (count in limits).
 func (v *GCU) Default(c *corev1.Container) (bool, error) {
 	if _, _, err := devices.ContainerQuantity(c, v.names.Count); err != nil {

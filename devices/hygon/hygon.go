@@ -115,6 +115,9 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	return devices.FitPod(VendorWord, cards, used, req)
 }
 
+// FitsByStandardRules implements devices.StandardFitter: Fit is FitPod.
+func (v *Vendor) FitsByStandardRules() {}
+
 // Inventory implements devices.Vendor. Cards whose registered type does
 // not contain DCU are not Hygon's and are left out, as HAMi does.
 func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {

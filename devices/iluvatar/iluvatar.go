@@ -147,6 +147,9 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	return devices.FitPod(v.cfg.CommonWord, cards, used, req)
 }
 
+// FitsByStandardRules implements devices.StandardFitter: Fit is FitPod.
+func (v *Vendor) FitsByStandardRules() {}
+
 // ParsePod implements devices.Vendor: uuid selectors and the card policy.
 func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	req, asked, err := devices.ParseContainers(pod, v.parseContainer)

@@ -140,6 +140,9 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	return devices.FitPod(VendorWord, cards, used, req)
 }
 
+// FitsByStandardRules implements devices.StandardFitter: Fit is FitPod.
+func (v *Vendor) FitsByStandardRules() {}
+
 // Inventory implements devices.Vendor.
 func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	raw, ok := node.Annotations[RegisterAnnotation]

@@ -34,6 +34,9 @@ type (
 	PreBindPlugin        = fwk.PreBindPlugin
 	PostBindPlugin       = fwk.PostBindPlugin
 	EnqueueExtensions    = fwk.EnqueueExtensions
+	PermitPlugin         = fwk.PermitPlugin
+	QueueSortPlugin      = fwk.QueueSortPlugin
+	WaitingPod           = fwk.WaitingPod
 	ClusterEvent         = fwk.ClusterEvent
 	ClusterEventWithHint = fwk.ClusterEventWithHint
 	PodNominator         = fwk.PodNominator
@@ -57,6 +60,9 @@ const (
 	Delete                       = fwk.Delete
 	UpdateNodeAnnotation         = fwk.UpdateNodeAnnotation
 	UpdateNodeAllocatable        = fwk.UpdateNodeAllocatable
+	Update                       = fwk.Update
+	Wait                         = fwk.Wait
+	Pod                          = fwk.Pod
 )
 
 // The framework's functions and values, as the plugin names them.
@@ -71,3 +77,10 @@ const AssignedPod = fwk.AssignedPod
 
 // PodOf is the pod a PodInfo describes.
 func PodOf(pi PodInfo) *corev1.Pod { return pi.GetPod() }
+
+// IsPodGroupCycle reports whether state is a cycle of the pod-group
+// scheduling that Kubernetes' GenericWorkload gate turns on (1.35 and
+// later): every member is reserved, all are unreserved, and the members of
+// a group that fits are reserved again before Permit; a workload-aware
+// preemption simulates its victims away in the snapshot before PreFilter.
+func IsPodGroupCycle(state CycleState) bool { return state.IsPodGroupSchedulingCycle() }

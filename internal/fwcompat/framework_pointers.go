@@ -34,6 +34,9 @@ type (
 	PreBindPlugin        = fwk.PreBindPlugin
 	PostBindPlugin       = fwk.PostBindPlugin
 	EnqueueExtensions    = fwk.EnqueueExtensions
+	PermitPlugin         = fwk.PermitPlugin
+	QueueSortPlugin      = fwk.QueueSortPlugin
+	WaitingPod           = fwk.WaitingPod
 	ClusterEvent         = fwk.ClusterEvent
 	ClusterEventWithHint = fwk.ClusterEventWithHint
 	PodNominator         = fwk.PodNominator
@@ -56,6 +59,9 @@ const (
 	Delete                       = fwk.Delete
 	UpdateNodeAnnotation         = fwk.UpdateNodeAnnotation
 	UpdateNodeAllocatable        = fwk.UpdateNodeAllocatable
+	Update                       = fwk.Update
+	Wait                         = fwk.Wait
+	Pod                          = fwk.Pod
 )
 
 // The framework's functions and values, as the plugin names them.
@@ -71,3 +77,6 @@ const AssignedPod = fwk.Pod
 
 // PodOf is the pod a PodInfo describes.
 func PodOf(pi PodInfo) *corev1.Pod { return pi.Pod }
+
+// IsPodGroupCycle is false: no pod-group cycle before 1.35.
+func IsPodGroupCycle(CycleState) bool { return false }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.etcd.io/etcd/server/v3/embed"
@@ -40,6 +41,11 @@ type Options struct {
 	// AuditLog, when set, is the path of the apiserver's audit log: one
 	// JSON event per request at level Metadata (ReadAudit reads it).
 	AuditLog string
+	// FeatureGates, e.g. "GenericWorkload=true", are the apiserver's
+	// --feature-gates. Gates are process-wide: the schedulers of this
+	// process run with them too. GenericWorkload on also serves
+	// scheduling.k8s.io/v1beta1 (the in-tree PodGroup).
+	FeatureGates string
 }
 
 // ControlPlane is a running etcd and kube-apiserver.
@@ -125,6 +131,12 @@ func Start(opts Options) (*ControlPlane, error) {
 // written in dir; tenantToken is the tenant's token when authorizing.
 func optionFlags(dir string, opts Options) (out []string, tenantToken string, err error) {
 	out = append(out, flags...)
+	if opts.FeatureGates != "" {
+		out = append(out, "--feature-gates="+opts.FeatureGates)
+		if strings.Contains(opts.FeatureGates, "GenericWorkload=true") {
+			out = append(out, "--runtime-config=scheduling.k8s.io/v1beta1=true")
+		}
+	}
 	if opts.Authorize {
 		tenantToken = randomToken()
 		tokens := filepath.Join(dir, "tokens.csv")

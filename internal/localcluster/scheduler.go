@@ -9,6 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -21,6 +23,7 @@ import (
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
+	"github.com/hami-scheduler/hami-scheduler/plugins/coscheduling"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
@@ -54,6 +57,9 @@ type Scheduler struct {
 	cancel    context.CancelFunc
 	done      sync.WaitGroup
 	informers informers.SharedInformerFactory
+	// dynamic watches the custom resources plugins register events for
+	// (PodGroups), as kube-scheduler's own factory of that kind.
+	dynamic dynamicinformer.DynamicSharedInformerFactory
 	events    events.EventBroadcasterAdapter
 	leading   atomic.Bool
 	// plugin is the HAMi plugin instance of the hami-scheduler profile.
@@ -62,13 +68,16 @@ type Scheduler struct {
 
 // registry is profile.Registry, keeping the plugin instance it builds.
 func (s *Scheduler) registry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{plugins.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-		p, err := plugins.New(ctx, obj, h)
-		if err == nil {
-			s.plugin.Store(p.(*plugins.Plugin))
-		}
-		return p, err
-	}}
+	return frameworkruntime.Registry{
+		plugins.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+			p, err := plugins.New(ctx, obj, h)
+			if err == nil {
+				s.plugin.Store(p.(*plugins.Plugin))
+			}
+			return p, err
+		},
+		coscheduling.Name: coscheduling.New,
+	}
 }
 
 // Plugin is the running HAMi plugin, for tests that compare its device
@@ -103,14 +112,19 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	if err != nil {
 		return nil, fmt.Errorf("scheduler event client: %w", err)
 	}
+	dynamicClient, err := dynamic.NewForConfig(c)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler dynamic client: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Scheduler{
 		cancel:    cancel,
 		informers: scheduler.NewInformerFactory(client, 0, nil),
+		dynamic:   dynamicinformer.NewDynamicSharedInformerFactory(dynamicClient, 0),
 		events:    events.NewEventBroadcasterAdapterWithContext(ctx, eventClient),
 	}
 	recorders := func(name string) events.EventRecorderLogger { return s.events.NewRecorder(name) }
-	s.Scheduler, err = scheduler.New(ctx, client, s.informers, nil, recorders,
+	s.Scheduler, err = scheduler.New(ctx, client, s.informers, s.dynamic, recorders,
 		scheduler.WithKubeConfig(c),
 		scheduler.WithProfiles(profiles...),
 		scheduler.WithFrameworkOutOfTreeRegistry(s.registry()))
@@ -120,7 +134,9 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	}
 	s.events.StartRecordingToSink(ctx.Done())
 	s.informers.Start(ctx.Done())
+	s.dynamic.Start(ctx.Done())
 	s.informers.WaitForCacheSync(ctx.Done())
+	s.dynamic.WaitForCacheSync(ctx.Done())
 	if err := s.WaitForHandlersSync(ctx); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("scheduler handlers did not sync: %w", err)
@@ -174,5 +190,6 @@ func (s *Scheduler) Stop() {
 	s.cancel()
 	s.done.Wait()
 	s.informers.Shutdown()
+	s.dynamic.Shutdown()
 	s.events.Shutdown()
 }

@@ -182,14 +182,16 @@ func (c *Cache) Assume(pod *corev1.Pod, node string, assignments []devices.Assig
 	return nil
 }
 
-// Forget drops an assumed assignment (Unreserve). A confirmed one stays:
-// only the informer releases it.
-func (c *Cache) Forget(pod *corev1.Pod) {
+// Forget drops an assumed assignment (Unreserve) and reports whether there
+// was one. A confirmed one stays: only the informer releases it.
+func (c *Cache) Forget(pod *corev1.Pod) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if p, ok := c.pods[pod.UID]; ok && p.assumed {
 		c.removePodLocked(pod.UID)
+		return true
 	}
+	return false
 }
 
 func (c *Cache) addPodLocked(uid types.UID, p *podState) {

@@ -153,3 +153,22 @@ func (c *Cache) NodeLoads(asks func(vi int) bool, dst []NodeLoad) []NodeLoad {
 	}
 	return dst
 }
+
+// VisitCards calls fn with vendor vi's cards and their usage on every node
+// whose inventory can be read and whose cards may take work (no pod holds
+// an unreadable assignment there), under the read lock: fn must not keep
+// or modify what it is given, nor call the cache.
+func (c *Cache) VisitCards(vi int, fn func(cards []devices.Card, used []devices.Usage)) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for name, n := range c.nodes {
+		if vi >= len(n.vendors) || len(c.blocked[name]) > 0 {
+			continue
+		}
+		v := &n.vendors[vi]
+		if v.err != nil || len(v.cards) == 0 {
+			continue
+		}
+		fn(v.cards, v.used)
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	"github.com/hami-scheduler/hami-scheduler/manifests"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
+	"github.com/hami-scheduler/hami-scheduler/plugins/coscheduling"
 )
 
 const (
@@ -47,7 +48,7 @@ const (
 
 // Registry holds the out-of-tree plugins the profile names.
 func Registry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{plugins.Name: plugins.New}
+	return frameworkruntime.Registry{plugins.Name: plugins.New, coscheduling.Name: coscheduling.New}
 }
 
 // IgnoredResources are the resources NodeResourcesFit must not look for on
@@ -139,9 +140,20 @@ func withArgs(args *hamiv1.HAMiArgs, withDefault bool) (*config.KubeSchedulerCon
 		return nil, err
 	}
 	if withDefault {
-		cfg.Profiles = append(cfg.Profiles, configv1.KubeSchedulerProfile{SchedulerName: ptr.To(DefaultSchedulerName)})
+		cfg.Profiles = append(cfg.Profiles, defaultProfile(&cfg.Profiles[0]))
 	}
 	return Internal(cfg)
+}
+
+// defaultProfile is kube-scheduler's default profile, beside hami: every
+// profile of one scheduler sorts its queue with the same plugin, hami's
+// (Coscheduling when the shipped profile enables it).
+func defaultProfile(hami *configv1.KubeSchedulerProfile) configv1.KubeSchedulerProfile {
+	p := configv1.KubeSchedulerProfile{SchedulerName: ptr.To(DefaultSchedulerName)}
+	if hami.Plugins != nil && len(hami.Plugins.QueueSort.Enabled) > 0 {
+		p.Plugins = &configv1.Plugins{QueueSort: *hami.Plugins.QueueSort.DeepCopy()}
+	}
+	return p
 }
 
 // ClientLimits are the QPS and burst of the scheduler's API client in the

@@ -59,6 +59,12 @@ func runWithCluster(m *testing.M, logFile *os.File) int {
 	}
 	defer agent.Stop()
 
+	// The chart installs scheduler-plugins' PodGroup CRD before
+	// hami-scheduler starts (gangs.coscheduling.installCRD).
+	if err := localcluster.InstallPodGroupCRD(ctx, cp.Config); err != nil {
+		fmt.Fprintln(os.Stderr, "install PodGroup CRD:", err)
+		return 1
+	}
 	sched, err = localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start scheduler:", err)

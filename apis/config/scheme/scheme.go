@@ -36,50 +36,69 @@ func AddToScheme(s *runtime.Scheme) {
 	utilruntime.Must(s.SetVersionPriority(configv1.SchemeGroupVersion))
 }
 
-// ArgsFrom returns the plugin's internal args from what the framework
+// ArgsFrom returns the HAMi plugin's internal args from what the framework
 // hands its factory: the typed object a configuration file decodes to, raw
 // JSON (decoded strictly), or nil (every default).
 func ArgsFrom(obj runtime.Object) (*config.HAMiArgs, error) {
+	return argsFrom[configv1.HAMiArgs, config.HAMiArgs](obj, "HAMiArgs")
+}
+
+// CoschedulingArgsFrom is ArgsFrom for the Coscheduling plugin's args.
+func CoschedulingArgsFrom(obj runtime.Object) (*config.CoschedulingArgs, error) {
+	return argsFrom[configv1.CoschedulingArgs, config.CoschedulingArgs](obj, "CoschedulingArgs")
+}
+
+// versioned and internal are an args kind's v1 and internal types.
+type (
+	versioned[V any] interface {
+		*V
+		runtime.Object
+	}
+	internal[I any] interface {
+		*I
+		runtime.Object
+	}
+)
+
+// argsFrom converts obj, of kind's v1 or internal type, raw or nil, to the
+// internal type with defaults applied.
+func argsFrom[V, I any, PV versioned[V], PI internal[I]](obj runtime.Object, kind string) (PI, error) {
 	switch a := obj.(type) {
-	case *config.HAMiArgs:
+	case PI:
 		if a == nil {
-			return ArgsFrom(nil)
+			return argsFrom[V, I, PV, PI](nil, kind)
 		}
 		return a, nil
-	case *configv1.HAMiArgs:
-		if a == nil {
-			a = &configv1.HAMiArgs{}
+	case PV:
+		v := PV(new(V))
+		if a != nil {
+			v = a.DeepCopyObject().(PV)
 		}
-		out := &config.HAMiArgs{}
-		v := a.DeepCopy()
+		out := PI(new(I))
 		Scheme.Default(v)
 		if err := Scheme.Convert(v, out, nil); err != nil {
 			return nil, err
 		}
 		return out, nil
 	case nil:
-		return ArgsFrom(&configv1.HAMiArgs{})
+		return argsFrom[V, I, PV, PI](PV(new(V)), kind)
 	case *runtime.Unknown:
-		return decodeRaw(a.Raw)
+		if len(a.Raw) == 0 {
+			return argsFrom[V, I, PV, PI](nil, kind)
+		}
+		gvk := configv1.SchemeGroupVersion.WithKind(kind)
+		decoded, _, err := codecs.UniversalDecoder().Decode(a.Raw, &gvk, nil)
+		if err != nil {
+			return nil, fmt.Errorf("decode %s: %w", kind, err)
+		}
+		out, ok := decoded.(PI)
+		if !ok {
+			return nil, fmt.Errorf("decode %s: got %T", kind, decoded)
+		}
+		return out, nil
 	default:
-		return nil, fmt.Errorf("args of type %T, want HAMiArgs", obj)
+		return nil, fmt.Errorf("args of type %T, want %s", obj, kind)
 	}
 }
 
 var codecs = serializer.NewCodecFactory(Scheme, serializer.EnableStrict)
-
-func decodeRaw(raw []byte) (*config.HAMiArgs, error) {
-	if len(raw) == 0 {
-		return ArgsFrom(nil)
-	}
-	gvk := configv1.SchemeGroupVersion.WithKind("HAMiArgs")
-	obj, _, err := codecs.UniversalDecoder().Decode(raw, &gvk, nil)
-	if err != nil {
-		return nil, fmt.Errorf("decode HAMiArgs: %w", err)
-	}
-	out, ok := obj.(*config.HAMiArgs)
-	if !ok {
-		return nil, fmt.Errorf("decode HAMiArgs: got %T", obj)
-	}
-	return out, nil
-}

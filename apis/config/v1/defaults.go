@@ -32,6 +32,29 @@ const (
 	NodeLockExpiryEnv = "HAMI_NODELOCK_EXPIRE"
 )
 
+// Defaults of CoschedulingArgs, scheduler-plugins' own.
+const (
+	DefaultPermitWaitingTimeSeconds int64 = 60
+	DefaultPodGroupBackoffSeconds   int64 = 0
+	DefaultPodGroupRejectPercentage int32 = 10
+)
+
+// SetDefaults_CoschedulingArgs fills every unset field.
+func SetDefaults_CoschedulingArgs(obj *CoschedulingArgs) {
+	if obj.PermitWaitingTimeSeconds == nil {
+		obj.PermitWaitingTimeSeconds = ptr.To(DefaultPermitWaitingTimeSeconds)
+	}
+	if obj.PodGroupBackoffSeconds == nil {
+		obj.PodGroupBackoffSeconds = ptr.To(DefaultPodGroupBackoffSeconds)
+	}
+	if obj.PodGroupRejectPercentage == nil {
+		obj.PodGroupRejectPercentage = ptr.To(DefaultPodGroupRejectPercentage)
+	}
+	if obj.UpdatePodGroupStatus == nil {
+		obj.UpdatePodGroupStatus = ptr.To(true)
+	}
+}
+
 // SetDefaults_HAMiArgs fills every unset field. An unparsable
 // HAMI_NODELOCK_EXPIRE leaves nodeLockExpiry unset so that validation
 // reports it.

@@ -24,6 +24,6 @@ func init() {
 }
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &HAMiArgs{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &HAMiArgs{}, &CoschedulingArgs{})
 	return nil
 }

@@ -120,3 +120,39 @@ type VendorArgs struct {
 	// memoryFactor); 0 and 1 leave it unchanged.
 	MemoryFactor int32 `json:"memoryFactor,omitempty"`
 }
+
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+
+// CoschedulingArgs configure the Coscheduling plugin, which places the pods
+// of a scheduler-plugins PodGroup all together or not at all. The first
+// three fields are those of scheduler-plugins' CoschedulingArgs, with the
+// same names, meaning and defaults, so that its users' pluginConfig works
+// unchanged:
+//
+//	pluginConfig:
+//	- name: Coscheduling
+//	  args:
+//	    permitWaitingTimeSeconds: 60
+//	    podGroupBackoffSeconds: 0
+//	    podGroupRejectPercentage: 10
+type CoschedulingArgs struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// PermitWaitingTimeSeconds is how long placed members wait for the
+	// rest of their group when the PodGroup sets no
+	// scheduleTimeoutSeconds (default 60).
+	PermitWaitingTimeSeconds *int64 `json:"permitWaitingTimeSeconds,omitempty"`
+	// PodGroupBackoffSeconds is how long a group is not tried again after
+	// one of its members fitted no node and the group was rejected
+	// (default 0: no backoff beyond kube-scheduler's own per pod).
+	PodGroupBackoffSeconds *int64 `json:"podGroupBackoffSeconds,omitempty"`
+	// PodGroupRejectPercentage: when a member fits no node while at most
+	// this percentage of minMember is still unplaced, the members already
+	// placed keep waiting instead of the group being rejected (default 10).
+	PodGroupRejectPercentage *int32 `json:"podGroupRejectPercentage,omitempty"`
+	// UpdatePodGroupStatus keeps each PodGroup's status (phase, running,
+	// succeeded, failed, occupiedBy) as scheduler-plugins' PodGroup
+	// controller does (default true). Turn it off when that controller
+	// runs in the cluster.
+	UpdatePodGroupStatus *bool `json:"updatePodGroupStatus,omitempty"`
+}

@@ -13,8 +13,13 @@ import (
 // Public to allow building arbitrary schemes.
 // All generated defaulters are covering - they call all nested defaulters.
 func RegisterDefaults(scheme *runtime.Scheme) error {
+	scheme.AddTypeDefaultingFunc(&CoschedulingArgs{}, func(obj interface{}) { SetObjectDefaults_CoschedulingArgs(obj.(*CoschedulingArgs)) })
 	scheme.AddTypeDefaultingFunc(&HAMiArgs{}, func(obj interface{}) { SetObjectDefaults_HAMiArgs(obj.(*HAMiArgs)) })
 	return nil
+}
+
+func SetObjectDefaults_CoschedulingArgs(in *CoschedulingArgs) {
+	SetDefaults_CoschedulingArgs(in)
 }
 
 func SetObjectDefaults_HAMiArgs(in *HAMiArgs) {

@@ -110,3 +110,20 @@ func validateVendor(path *field.Path, v *config.VendorArgs, known []string, seen
 	}
 	return errs
 }
+
+// ValidateCoschedulingArgs reports every setting the Coscheduling plugin
+// cannot work with, as scheduler-plugins' validation does: no negative
+// time, a percentage between 0 and 100.
+func ValidateCoschedulingArgs(path *field.Path, args *config.CoschedulingArgs) field.ErrorList {
+	var errs field.ErrorList
+	if args.PermitWaitingTimeSeconds < 0 {
+		errs = append(errs, field.Invalid(path.Child("permitWaitingTimeSeconds"), args.PermitWaitingTimeSeconds, "must not be negative"))
+	}
+	if args.PodGroupBackoffSeconds < 0 {
+		errs = append(errs, field.Invalid(path.Child("podGroupBackoffSeconds"), args.PodGroupBackoffSeconds, "must not be negative (0: no backoff)"))
+	}
+	if args.PodGroupRejectPercentage < 0 || args.PodGroupRejectPercentage > 100 {
+		errs = append(errs, field.Invalid(path.Child("podGroupRejectPercentage"), args.PodGroupRejectPercentage, "must be between 0 and 100"))
+	}
+	return errs
+}

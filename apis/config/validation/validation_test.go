@@ -173,3 +173,42 @@ func TestValidateNodeLockExpiryEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateCoschedulingArgs changes one setting per row of defaulted
+// args and wants exactly the listed errors ("<type> <field path>").
+func TestValidateCoschedulingArgs(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(a *config.CoschedulingArgs)
+		want   []string
+	}{
+		{"defaults", func(*config.CoschedulingArgs) {}, nil},
+		{"no wait", func(a *config.CoschedulingArgs) { a.PermitWaitingTimeSeconds = 0 }, nil},
+		{"negative wait", func(a *config.CoschedulingArgs) { a.PermitWaitingTimeSeconds = -1 }, []string{"FieldValueInvalid args.permitWaitingTimeSeconds"}},
+		{"negative backoff", func(a *config.CoschedulingArgs) { a.PodGroupBackoffSeconds = -5 }, []string{"FieldValueInvalid args.podGroupBackoffSeconds"}},
+		{"percentage 0", func(a *config.CoschedulingArgs) { a.PodGroupRejectPercentage = 0 }, nil},
+		{"percentage 100", func(a *config.CoschedulingArgs) { a.PodGroupRejectPercentage = 100 }, nil},
+		{"percentage 101", func(a *config.CoschedulingArgs) { a.PodGroupRejectPercentage = 101 }, []string{"FieldValueInvalid args.podGroupRejectPercentage"}},
+		{"percentage -1", func(a *config.CoschedulingArgs) { a.PodGroupRejectPercentage = -1 }, []string{"FieldValueInvalid args.podGroupRejectPercentage"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := &configv1.CoschedulingArgs{}
+			configv1.SetDefaults_CoschedulingArgs(v)
+			a := &config.CoschedulingArgs{
+				PermitWaitingTimeSeconds: *v.PermitWaitingTimeSeconds,
+				PodGroupBackoffSeconds:   *v.PodGroupBackoffSeconds,
+				PodGroupRejectPercentage: *v.PodGroupRejectPercentage,
+				UpdatePodGroupStatus:     *v.UpdatePodGroupStatus,
+			}
+			tt.mutate(a)
+			var got []string
+			for _, err := range ValidateCoschedulingArgs(field.NewPath("args"), a) {
+				got = append(got, string(err.Type)+" "+err.Field)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

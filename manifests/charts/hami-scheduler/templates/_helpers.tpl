@@ -64,7 +64,14 @@ minor that has it.
 {{- $since := dict "NominatedNodeNameForExpectation" 34 -}}
 {{- $band := include "hami-scheduler.band" . | int -}}
 {{- $kept := list -}}
-{{- range (.Values.scheduler.featureGates | default "" | splitList ",") -}}
+{{- $gates := .Values.scheduler.featureGates | default "" | splitList "," -}}
+{{- if .Values.gangs.inTree.enabled -}}
+{{- if lt (include "hami-scheduler.kubeMinor" . | int) 37 -}}
+{{- fail (printf "gangs.inTree needs Kubernetes 1.37 or later (scheduling.k8s.io/v1beta1 PodGroup); this cluster runs %s: use gangs.coscheduling" .Capabilities.KubeVersion.Version) -}}
+{{- end -}}
+{{- $gates = append $gates "GenericWorkload=true" -}}
+{{- end -}}
+{{- range $gates -}}
 {{- $gate := . | trim -}}
 {{- $name := splitList "=" $gate | first -}}
 {{- if and $gate (ge $band (get $since $name | default 0 | int)) -}}
@@ -169,6 +176,15 @@ profiles:
   percentageOfNodesToScore: {{ . }}
 {{- end }}
   plugins:
+{{- if .Values.gangs.coscheduling.enabled }}
+    # Coscheduling's queue order (priority, then the group: a PodGroup's
+    # pods one after another) replaces PrioritySort's.
+    queueSort:
+      enabled:
+      - name: Coscheduling
+      disabled:
+      - name: "*"
+{{- end }}
     # Every default plugin (node affinity, taints, spreading, ...) runs as
     # usual; HAMi joins at each extension point it implements (PreFilter,
     # Filter, PostFilter, Score, Reserve, PreBind, PostBind, queueing hints).
@@ -178,6 +194,11 @@ profiles:
         # HAMi's node policy (binpack/spread of device use) outweighs the
         # default cpu/memory spreading, as HAMi's extender's decision does.
         weight: 10
+{{- if .Values.gangs.coscheduling.enabled }}
+      # scheduler-plugins' PodGroups placed all together or not at all
+      # (PreFilter, PostFilter, Permit, Unreserve, queueing hints).
+      - name: Coscheduling
+{{- end }}
   pluginConfig:
   - name: NodeResourcesFit
     args:
@@ -207,6 +228,11 @@ profiles:
   #     - name: nvidia
   #       defaultMemoryMiB: 0          # 0: the whole card
   #       defaultCores: 0
+{{- end }}
+{{- if and .Values.gangs.coscheduling.enabled .Values.gangs.coscheduling.args }}
+  - name: Coscheduling
+    args:
+      {{- toYaml .Values.gangs.coscheduling.args | nindent 6 }}
 {{- end }}
 {{- end -}}
 

@@ -1,0 +1,110 @@
+package plugins
+
+import (
+	"context"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+)
+
+// profiles finds the HAMi plugin of a scheduler profile from another
+// plugin of the same profile: the framework hands every plugin of a
+// profile the same Handle.
+var profiles sync.Map // fwk.Handle -> *Plugin
+
+// register keeps p findable by its handle until ctx ends.
+func register(ctx context.Context, h fwk.Handle, p *Plugin) {
+	profiles.Store(h, p)
+	go func() {
+		<-ctx.Done()
+		profiles.CompareAndDelete(h, p)
+	}()
+}
+
+// ForProfile returns the HAMi plugin of the profile whose plugins are
+// given h, or nil when that profile does not run it (or not yet: plugins
+// are built in no set order, so ask at scheduling time, not in New).
+func ForProfile(h fwk.Handle) *Plugin {
+	p, ok := profiles.Load(h)
+	if !ok {
+		return nil
+	}
+	return p.(*Plugin)
+}
+
+// GroupRoom reports whether the cards of the cluster, as the device cache
+// holds them, could take the devices of need of the pods at once, for
+// every vendor whose fit follows HAMi's standard rules
+// (devices.StandardFitter; the others are not checked): nil when they
+// might, else which vendor's cards run short, and of what
+// (devices.GroupRoom, a necessary condition: a group it turns away cannot
+// fit). The pods are the members of a group that are not placed yet; a pod
+// whose requests cannot be read asks nothing here (its own cycle reports
+// it). Nil, too, while the cache is still loading.
+func (p *Plugin) GroupRoom(pods []*corev1.Pod, need int) *devices.GroupShortfall {
+	if need <= 0 || !p.synced() {
+		return nil
+	}
+	vendors := p.registry.Vendors()
+	members := make([][]devices.PodRequest, len(vendors))
+	asking := make([]bool, len(vendors))
+	for _, pod := range pods {
+		requests, asks, err := p.podRequests(pod)
+		for vi := range vendors {
+			var r devices.PodRequest
+			if err == nil && asks {
+				r = requests[vi]
+				asking[vi] = asking[vi] || !r.IsZero()
+			}
+			members[vi] = append(members[vi], r)
+		}
+	}
+	for vi, v := range vendors {
+		if _, standard := v.(devices.StandardFitter); !standard || !asking[vi] {
+			continue
+		}
+		visit := func(fn func([]devices.Card, []devices.Usage)) { p.cache.VisitCards(vi, fn) }
+		if short := devices.GroupRoom(v.Name(), members[vi], need, visit); short != nil {
+			return short
+		}
+	}
+	return nil
+}
+
+// ManagesResource reports whether name is a resource of a vendor the
+// plugin serves (a card count, memory, cores, ...).
+func (p *Plugin) ManagesResource(name corev1.ResourceName) bool {
+	for _, v := range p.registry.Vendors() {
+		for _, n := range v.Resources().All() {
+			if n == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Reserved returns what the pod with uid holds while reserved but not
+// handed over yet (from Reserve until PreBind writes it, e.g. while it
+// waits at Permit for its gang): its node and, per vendor, the allocated
+// annotation key and the assignment encoded as that annotation carries
+// it. ok is false when the cache holds no such reservation.
+func (p *Plugin) Reserved(uid types.UID) (node string, allocated map[string]string, ok bool) {
+	held, found := p.cache.Holding(uid)
+	if !found || !held.Assumed {
+		return "", nil, false
+	}
+	allocated = map[string]string{}
+	for vi, v := range p.registry.Vendors() {
+		if vi >= len(held.Assignments) || held.Assignments[vi].Empty() {
+			continue
+		}
+		_, key := v.AssignmentAnnotations()
+		allocated[key] = devices.EncodeAssignment(held.Assignments[vi])
+	}
+	return held.Node, allocated, true
+}
