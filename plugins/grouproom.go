@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
+	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
@@ -36,15 +38,17 @@ func ForProfile(h fwk.Handle) *Plugin {
 	return p.(*Plugin)
 }
 
-// GroupRoom reports whether the cards of the cluster, as the device cache
-// holds them, could take the devices of need of the pods at once, for
-// every vendor whose fit follows HAMi's standard rules
+// GroupRoom reports whether the cards of the nodes the pods may go to, as
+// the device cache holds them, could take the devices of need of the pods
+// at once, for every vendor whose fit follows HAMi's standard rules
 // (devices.StandardFitter; the others are not checked): nil when they
 // might, else which vendor's cards run short, and of what
 // (devices.GroupRoom, a necessary condition: a group it turns away cannot
-// fit). The pods are the members of a group that are not placed yet; a pod
-// whose requests cannot be read asks nothing here (its own cycle reports
-// it). Nil, too, while the cache is still loading.
+// fit). A node counts when one of the pods may go there as far as its
+// cordon, required node affinity and NoSchedule taints tell. The pods are
+// the members of a group that are not placed yet; a pod whose requests
+// cannot be read asks nothing here (its own cycle reports it). Nil, too,
+// while the cache is still loading.
 func (p *Plugin) GroupRoom(pods []*corev1.Pod, need int) *devices.GroupShortfall {
 	if need <= 0 || !p.synced() {
 		return nil
@@ -63,11 +67,18 @@ func (p *Plugin) GroupRoom(pods []*corev1.Pod, need int) *devices.GroupShortfall
 			members[vi] = append(members[vi], r)
 		}
 	}
+	admitted := p.admittedByAny(pods)
 	for vi, v := range vendors {
 		if _, standard := v.(devices.StandardFitter); !standard || !asking[vi] {
 			continue
 		}
-		visit := func(fn func([]devices.Card, []devices.Usage)) { p.cache.VisitCards(vi, fn) }
+		visit := func(fn func([]devices.Card, []devices.Usage)) {
+			p.cache.VisitCards(vi, func(node string, cards []devices.Card, used []devices.Usage) {
+				if admitted(node) {
+					fn(cards, used)
+				}
+			})
+		}
 		if short := devices.GroupRoom(v.Name(), members[vi], need, visit); short != nil {
 			return short
 		}
@@ -107,4 +118,28 @@ func (p *Plugin) Reserved(uid types.UID) (node string, allocated map[string]stri
 		allocated[key] = devices.EncodeAssignment(held.Assignments[vi])
 	}
 	return held.Node, allocated, true
+}
+
+// admittedByAny returns whether one of the pods may go to a node, as far as
+// its cordon, required node affinity and NoSchedule taints tell
+// (candidates.go admits), remembering each node's answer.
+func (p *Plugin) admittedByAny(pods []*corev1.Pod) func(node string) bool {
+	logger := klog.Background()
+	affinities := make([]nodeaffinity.RequiredNodeAffinity, len(pods))
+	for i, pod := range pods {
+		affinities[i] = nodeaffinity.GetRequiredNodeAffinity(pod)
+	}
+	known := map[string]bool{}
+	return func(node string) bool {
+		ok, seen := known[node]
+		if !seen {
+			for i, pod := range pods {
+				if ok = p.admits(logger, pod, affinities[i], node); ok {
+					break
+				}
+			}
+			known[node] = ok
+		}
+		return ok
+	}
 }

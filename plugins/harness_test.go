@@ -32,6 +32,8 @@ type fakeHandle struct {
 	client    clientset.Interface
 	informers informers.SharedInformerFactory
 	recorder  *eventLog
+	// snapshot is what SnapshotSharedLister returns; nil panics.
+	snapshot fwk.SharedLister
 
 	mu        sync.Mutex
 	activated []string
@@ -40,6 +42,7 @@ type fakeHandle struct {
 func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 func (h *fakeHandle) EventRecorder() events.EventRecorderLogger              { return h.recorder }
+func (h *fakeHandle) SnapshotSharedLister() fwk.SharedLister                 { return h.snapshot }
 
 // Activate records the pods the plugin sends back to the active queue.
 func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {

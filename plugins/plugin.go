@@ -101,6 +101,10 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 // Name implements fwk.Plugin.
 func (p *Plugin) Name() string { return Name }
 
+// Synced reports whether the device cache has seen every node and pod the
+// informers listed at start.
+func (p *Plugin) Synced() bool { return p.synced() }
+
 // Cache exposes the device cache, for tests and diagnostics.
 func (p *Plugin) Cache() *devicecache.Cache { return p.cache }
 

@@ -61,9 +61,10 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 	logger.V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 	if released && !fwk.IsPodGroupCycle(state) {
 		// Cards a pod held while it waited (at Permit, for the rest of its
-		// gang) are free again: pods turned away meanwhile retry now. A
-		// pod-group cycle's simulated reservations lasted one cycle, in
-		// which no other pod was turned away for them.
-		p.retryRejected(logger, "reserved devices released")
+		// gang) are free again: pods turned away meanwhile retry now, but
+		// its own gang's (retryRejectedBut). A pod-group cycle's simulated
+		// reservations lasted one cycle, in which no other pod was turned
+		// away for them.
+		p.retryRejectedBut(logger, "reserved devices released", gangOf(pod))
 	}
 }

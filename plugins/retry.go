@@ -36,8 +36,9 @@ func (r *rejectedPods) remove(uid types.UID) {
 	delete(r.pods, uid)
 }
 
-// keyed returns the pods in the form PodActivator.Activate takes.
-func (r *rejectedPods) keyed() map[string]*corev1.Pod {
+// keyed returns the pods in the form PodActivator.Activate takes, but the
+// members of gang (none when "").
+func (r *rejectedPods) keyed(gang string) map[string]*corev1.Pod {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if len(r.pods) == 0 {
@@ -45,7 +46,9 @@ func (r *rejectedPods) keyed() map[string]*corev1.Pod {
 	}
 	out := make(map[string]*corev1.Pod, len(r.pods))
 	for _, pod := range r.pods {
-		out[klog.KObj(pod).String()] = pod
+		if gang == "" || gangOf(pod) != gang {
+			out[klog.KObj(pod).String()] = pod
+		}
 	}
 	return out
 }
@@ -54,7 +57,15 @@ func (r *rejectedPods) keyed() map[string]*corev1.Pod {
 // longer waiting are ignored by the queue) after the cache has freed or
 // added cards.
 func (p *Plugin) retryRejected(logger klog.Logger, why string) {
-	pods := p.rejected.keyed()
+	p.retryRejectedBut(logger, why, "")
+}
+
+// retryRejectedBut is retryRejected but for the members of gang: cards a
+// gang's members release when their gang is turned away are not a reason
+// to try that gang again at once (its members would take them and be
+// turned away again, in a loop), only the other pods.
+func (p *Plugin) retryRejectedBut(logger klog.Logger, why, gang string) {
+	pods := p.rejected.keyed(gang)
 	if len(pods) == 0 {
 		return
 	}

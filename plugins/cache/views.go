@@ -154,11 +154,12 @@ func (c *Cache) NodeLoads(asks func(vi int) bool, dst []NodeLoad) []NodeLoad {
 	return dst
 }
 
-// VisitCards calls fn with vendor vi's cards and their usage on every node
-// whose inventory can be read and whose cards may take work (no pod holds
-// an unreadable assignment there), under the read lock: fn must not keep
-// or modify what it is given, nor call the cache.
-func (c *Cache) VisitCards(vi int, fn func(cards []devices.Card, used []devices.Usage)) {
+// VisitCards calls fn with each node's name, vendor vi's cards there and
+// their usage, for every node whose inventory can be read and whose cards
+// may take work (no pod holds an unreadable assignment there), under the
+// read lock: fn must not keep or modify what it is given, nor call the
+// cache.
+func (c *Cache) VisitCards(vi int, fn func(node string, cards []devices.Card, used []devices.Usage)) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	for name, n := range c.nodes {
@@ -169,6 +170,6 @@ func (c *Cache) VisitCards(vi int, fn func(cards []devices.Card, used []devices.
 		if v.err != nil || len(v.cards) == 0 {
 			continue
 		}
-		fn(v.cards, v.used)
+		fn(name, v.cards, v.used)
 	}
 }

@@ -83,8 +83,12 @@ func (p *Plugin) pending(namespace, name string, except string) []*corev1.Pod {
 
 // activate sends the group's pending members (but the pod with UID
 // except) to the scheduler's active queue (a no-op in Kubernetes 1.30,
-// whose framework cannot).
+// whose framework cannot, and before the framework schedules: no pod
+// waits then).
 func (p *Plugin) activate(logger klog.Logger, namespace, name, except string) {
+	if !p.scheduling.Load() {
+		return
+	}
 	pods := p.pending(namespace, name, except)
 	if len(pods) == 0 {
 		return

@@ -10,9 +10,11 @@ package coscheduling
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -32,7 +34,7 @@ const Name = "Coscheduling"
 type Plugin struct {
 	handle fwk.Handle
 	args   *config.CoschedulingArgs
-	clock  clock.Clock
+	clock  clock.PassiveClock
 
 	groups  *podGroups
 	members *memberPods
@@ -51,6 +53,10 @@ type Plugin struct {
 	status *statusUpdater
 	// reservations publishes the cards the waiting members hold.
 	reservations *reservationPublisher
+	// scheduling is set once the framework schedules a pod with the plugin:
+	// from then on pods may wait in its queue, and activating them is
+	// possible (the framework gets its queue after the plugins are built).
+	scheduling atomic.Bool
 }
 
 var (
@@ -78,19 +84,31 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if cfg == nil {
 		return nil, fmt.Errorf("%s needs the scheduler's kubeconfig", Name)
 	}
-	p := &Plugin{handle: handle, args: args, clock: clock.RealClock{}}
-	if p.groups, err = newPodGroups(cfg); err != nil {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s PodGroup client: %w", Name, err)
+	}
+	isServed, err := served(cfg)
+	switch {
+	case err != nil:
+		logger.Error(err, "Cannot tell whether the API server serves PodGroups; members are requeued by the plugin's own informer only", "resource", "podgroups.scheduling.x-k8s.io")
+	case !isServed:
+		logger.Info("The API server serves no PodGroups (scheduling.x-k8s.io/v1alpha1): pods labelled with a group wait until the CRD is installed; restart hami-scheduler after installing it", "label", podGroupLabel)
+	}
+	return start(ctx, handle, args, client, isServed)
+}
+
+// start builds the plugin over the given PodGroup client and starts its
+// informers and workers until ctx ends.
+func start(ctx context.Context, handle fwk.Handle, args *config.CoschedulingArgs, client dynamic.Interface, isServed bool) (*Plugin, error) {
+	logger := klog.FromContext(ctx)
+	p := &Plugin{handle: handle, args: args, clock: clock.RealClock{}, served: isServed}
+	var err error
+	if p.groups, err = newPodGroups(client); err != nil {
 		return nil, err
 	}
 	if p.members, err = newMemberPods(handle.ClientSet()); err != nil {
 		return nil, err
-	}
-	p.served, err = served(cfg)
-	switch {
-	case err != nil:
-		logger.Error(err, "Cannot tell whether the API server serves PodGroups; members are requeued by their own informer only", "resource", "podgroups.scheduling.x-k8s.io")
-	case !p.served:
-		logger.Info("The API server serves no PodGroups (scheduling.x-k8s.io/v1alpha1): pods labelled with a group wait until the CRD is installed; restart hami-scheduler after installing it", "label", podGroupLabel)
 	}
 	p.reservations = newReservationPublisher(p)
 	if args.UpdatePodGroupStatus {

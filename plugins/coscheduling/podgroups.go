@@ -35,11 +35,7 @@ type unreadablePodGroup struct {
 	err error
 }
 
-func newPodGroups(cfg *rest.Config) (*podGroups, error) {
-	client, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("PodGroup client: %w", err)
-	}
+func newPodGroups(client dynamic.Interface) (*podGroups, error) {
 	informer := dynamicinformer.NewFilteredDynamicInformer(client, v1alpha1.Resource, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	if err := informer.SetTransform(toPodGroup); err != nil {
 		return nil, fmt.Errorf("PodGroup informer: %w", err)

@@ -30,6 +30,7 @@ import (
 // Unschedulable, which preemption may resolve. Pods of no group are
 // skipped.
 func (p *Plugin) preFilter(ctx context.Context, pod *corev1.Pod) (*fwk.PreFilterResult, *fwk.Status) {
+	p.scheduling.Store(true)
 	name := groupOf(pod)
 	if name == "" {
 		return nil, fwk.NewStatus(fwk.Skip)

@@ -27,10 +27,13 @@ import (
 type reservationPublisher struct {
 	p     *Plugin
 	queue groupQueue
+	// published are the groups this scheduler last wrote reservations on
+	// (the informer may not show its write yet); only the worker uses it.
+	published map[string]bool
 }
 
 func newReservationPublisher(p *Plugin) *reservationPublisher {
-	return &reservationPublisher{p: p, queue: newGroupQueue("hami_podgroup_reservations")}
+	return &reservationPublisher{p: p, queue: newGroupQueue("hami_podgroup_reservations"), published: map[string]bool{}}
 }
 
 // changed asks for the group's reservations to be published again.
@@ -64,7 +67,7 @@ func (r *reservationPublisher) reconcile(ctx context.Context, key string) error 
 			return err
 		}
 		value = string(data)
-	} else if !had {
+	} else if !had && !r.published[key] {
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
@@ -76,6 +79,11 @@ func (r *reservationPublisher) reconcile(ctx context.Context, key string) error 
 	_, err = r.p.groups.client.Resource(v1alpha1.Resource).Namespace(namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("write PodGroup %s reservations: %w", key, err)
+	}
+	if value != nil {
+		r.published[key] = true
+	} else {
+		delete(r.published, key)
 	}
 	return nil
 }

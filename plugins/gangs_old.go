@@ -1,0 +1,8 @@
+//go:build k8s1.33 || k8s1.30
+
+package plugins
+
+import corev1 "k8s.io/api/core/v1"
+
+// inTreeGroupName is "": pods have no spec.schedulingGroup before 1.36.
+func inTreeGroupName(*corev1.Pod) string { return "" }
