@@ -60,8 +60,8 @@ type Scheduler struct {
 	// dynamic watches the custom resources plugins register events for
 	// (PodGroups), as kube-scheduler's own factory of that kind.
 	dynamic dynamicinformer.DynamicSharedInformerFactory
-	events    events.EventBroadcasterAdapter
-	leading   atomic.Bool
+	events  events.EventBroadcasterAdapter
+	leading atomic.Bool
 	// plugin is the HAMi plugin instance of the hami-scheduler profile.
 	plugin atomic.Pointer[plugins.Plugin]
 }
