@@ -47,7 +47,11 @@ type GroupShortfall struct {
 }
 
 func (s *GroupShortfall) Error() string {
-	return fmt.Sprintf("%d members need %d %s of %s cards, the cluster has %d free", s.Members, s.Need, s.What, s.Vendor, s.Room)
+	members := fmt.Sprintf("%d members need", s.Members)
+	if s.Members == 1 {
+		members = "1 member needs"
+	}
+	return fmt.Sprintf("%s %d %s of %s cards, the cluster has %d free", members, s.Need, s.What, s.Vendor, s.Room)
 }
 
 // cardShape is what one container asks of each of its cards.

@@ -3,7 +3,9 @@ package plugins
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -175,5 +177,49 @@ func TestGroupRoomCountsAdmittingNodes(t *testing.T) {
 	}
 	if short := h.plugin.GroupRoom(pods, 2); short == nil {
 		t.Fatal("one admitting node for two members: room found")
+	}
+}
+
+// A gang member another scheduler process handed over (PreBind wrote its
+// assignment) and did not bind keeps its cards: no other pod takes them,
+// the member itself fits them again. A plain pod's, or an expired
+// hand-over's, are not kept.
+func TestResumedHandOver(t *testing.T) {
+	handedOver := func(name, gang string, age time.Duration) *corev1.Pod {
+		p := gpuPod(name, gpu(1, 8000, 0))
+		if gang != "" {
+			p.Labels = map[string]string{podGroupLabel: gang}
+		}
+		p.Annotations[nvidia.AllocatedAnnotation] = "only,NVIDIA,8000,0:;"
+		p.Annotations[nvidia.ToAllocateAnnotation] = "only,NVIDIA,8000,0:;"
+		p.Annotations[devices.AssignedNode] = "n1"
+		p.Annotations[devices.BindPhase] = devices.BindPhaseAllocating
+		p.Annotations[devices.BindTime] = strconv.FormatInt(time.Now().Add(-age).Unix(), 10)
+		return p
+	}
+	tests := []struct {
+		name     string
+		pod      *corev1.Pod
+		wantKept bool
+	}{
+		{"gang member", handedOver("member", "g", time.Second), true},
+		{"plain pod", handedOver("plain", "", time.Second), false},
+		{"hand-over older than the lock expiry", handedOver("old", "g", 10*time.Minute), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil, gpuNode("n1", card("only", 10000)), tt.pod)
+			_, held := h.plugin.Cache().Holding(tt.pod.UID)
+			if held != tt.wantKept {
+				t.Fatalf("cards held: %t, want %t", held, tt.wantKept)
+			}
+			other := gpuPod("other", gpu(1, 8000, 0))
+			if _, st := h.filter(other, "n1"); st.IsSuccess() == tt.wantKept {
+				t.Errorf("another pod's Filter: %v (cards kept: %t)", st, tt.wantKept)
+			}
+			if _, st := h.filter(tt.pod, "n1"); !st.IsSuccess() {
+				t.Errorf("the member's own Filter: %v, want it to fit its cards again", st)
+			}
+		})
 	}
 }

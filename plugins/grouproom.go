@@ -11,6 +11,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 )
 
 // profiles finds the HAMi plugin of a scheduler profile from another
@@ -68,15 +69,27 @@ func (p *Plugin) GroupRoom(pods []*corev1.Pod, need int) *devices.GroupShortfall
 		}
 	}
 	admitted := p.admittedByAny(pods)
+	own := p.ownHolds(pods)
+	var scratch []devices.Usage
 	for vi, v := range vendors {
 		if _, standard := v.(devices.StandardFitter); !standard || !asking[vi] {
 			continue
 		}
 		visit := func(fn func([]devices.Card, []devices.Usage)) {
 			p.cache.VisitCards(vi, func(node string, cards []devices.Card, used []devices.Usage) {
-				if admitted(node) {
-					fn(cards, used)
+				if !admitted(node) {
+					return
 				}
+				if held := own[node]; len(held) > 0 {
+					// The pods' own holds (resumed hand-overs) are theirs
+					// to take again.
+					scratch = append(scratch[:0], used...)
+					for _, h := range held {
+						h.Apply(cards, scratch, vi, false)
+					}
+					used = scratch
+				}
+				fn(cards, used)
 			})
 		}
 		if short := devices.GroupRoom(v.Name(), members[vi], need, visit); short != nil {
@@ -118,6 +131,21 @@ func (p *Plugin) Reserved(uid types.UID) (node string, allocated map[string]stri
 		allocated[key] = devices.EncodeAssignment(held.Assignments[vi])
 	}
 	return held.Node, allocated, true
+}
+
+// ownHolds are, per node, what the pods hold while unbound (resumed
+// hand-overs, resume.go).
+func (p *Plugin) ownHolds(pods []*corev1.Pod) map[string][]devicecache.Holding {
+	var out map[string][]devicecache.Holding
+	for _, pod := range pods {
+		if h, ok := p.cache.Holding(pod.UID); ok && h.Assumed {
+			if out == nil {
+				out = map[string][]devicecache.Holding{}
+			}
+			out[h.Node] = append(out[h.Node], h)
+		}
+	}
+	return out
 }
 
 // admittedByAny returns whether one of the pods may go to a node, as far as

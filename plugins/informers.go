@@ -81,6 +81,7 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 		p.handle.EventRecorder().Eventf(pod, nil, corev1.EventTypeWarning, "InvalidDeviceAssignment", "Scheduling",
 			"device assignment annotation cannot be read; the node's cards take no new pod until this pod is gone or its annotation is fixed: %v", err)
 	}
+	p.resumeHandOver(logger, pod)
 	if held && pod.Spec.NodeName != "" && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
 		p.retryRejected(logger, "a pod holding devices terminated")
 	}
@@ -96,6 +97,7 @@ func (p *Plugin) onPodDelete(logger klog.Logger, obj any) {
 		p.queues.remove(pod.UID)
 		p.waiting.remove(pod.UID)
 		p.fullPass.remove(pod.UID)
+		p.resumed.forget(pod.UID)
 		if p.cache.RemovePod(pod) {
 			logger.V(5).Info("Pod left the device cache", "pod", klog.KObj(pod))
 			p.retryRejected(logger, "a pod holding devices was deleted")

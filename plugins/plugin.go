@@ -51,6 +51,9 @@ type Plugin struct {
 	// bursts remembers the backlogs they made (queuelimit.go).
 	waiting waitingPods
 	bursts  burstMemory
+	// resumed keeps the cards of gang members another scheduler process
+	// handed over and did not bind (resume.go).
+	resumed resumedHandOvers
 }
 
 var (

@@ -5,10 +5,12 @@ import (
 	"errors"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 )
 
 // preFilter parses the pod's device requests once for the whole cycle
@@ -42,9 +44,29 @@ func (p *Plugin) preFilter(ctx context.Context, state fwk.CycleState, pod *corev
 		// is not narrowed to candidates, and the victims a workload-aware
 		// preemption simulates away are read from its snapshot.
 		s.removed = p.snapshotRemovals(pod)
+		p.releaseOwnHold(s, pod)
 		return nil, nil
 	}
+	p.releaseOwnHold(s, pod)
 	return p.offerCandidates(klog.FromContext(ctx), s, pod), nil
+}
+
+// releaseOwnHold frees, for the pod's own cycle, the cards the cache
+// counts it as holding while unbound: a hand-over another scheduler
+// process began and this one resumed (resume.go). The pod may take them
+// again, or others; Reserve replaces the hold either way.
+func (p *Plugin) releaseOwnHold(s *cycleState, pod *corev1.Pod) {
+	held, ok := p.cache.Holding(pod.UID)
+	if !ok || !held.Assumed {
+		return
+	}
+	if s.removed == nil {
+		s.removed = map[string]map[types.UID]devicecache.Holding{}
+	}
+	if s.removed[held.Node] == nil {
+		s.removed[held.Node] = map[types.UID]devicecache.Holding{}
+	}
+	s.removed[held.Node][pod.UID] = held
 }
 
 // fitsHint is the room a cycle's fits are made with: every node the

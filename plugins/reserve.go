@@ -21,6 +21,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 		// PreFilter skipped the pod: it takes no card.
 		return nil
 	}
+	p.resumed.handle(pod.UID)
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}

@@ -166,3 +166,26 @@ func sameAssignments(a, b []devices.Assignment) bool {
 		return slices.EqualFunc(x, y, func(g, h []devices.Grant) bool { return slices.Equal(g, h) })
 	})
 }
+
+// ResumeHandOver accounts the assignment an unbound pod carries for node
+// as assumed, as if this scheduler had just reserved it, when the cache
+// holds nothing for the pod; it reports whether it did. The scheduler uses
+// it for a hand-over that another scheduler process (one that stopped, or
+// the leader a standby watches) began and did not finish.
+func (c *Cache) ResumeHandOver(pod *corev1.Pod, node string) bool {
+	if pod.Spec.NodeName != "" || terminated(pod) {
+		return false
+	}
+	assignments, has, err := c.decodeAssignments(pod)
+	if err != nil || !has {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, tracked := c.pods[pod.UID]; tracked {
+		return false
+	}
+	c.addPodLocked(pod.UID, &podState{key: klog.KObj(pod).String(), namespace: pod.Namespace, node: node, assignments: assignments,
+		slices: assignedSlices(assignments), inits: len(pod.Spec.InitContainers), assumed: true})
+	return true
+}

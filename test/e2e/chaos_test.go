@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -34,7 +35,9 @@ var (
 // never existed. Then, from the API: no card is over-committed, every pod is
 // running, failed by its allocation, or pending with a reason, no lock is
 // left, and the scheduler's device cache equals what the pods' annotations
-// say. Each run logs its seed and faults; -chaos-seed replays one.
+// say. Some of the pods come as gangs (scheduler-plugins PodGroups of two
+// or three members): none of a gang's members is bound unless minMember
+// of them were. Each run logs its seed and faults; -chaos-seed replays one.
 func TestChaos(t *testing.T) {
 	seeds := []uint64{}
 	if *chaosSeed != 0 {
@@ -75,6 +78,8 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 	})
 	failing := map[string]bool{}
 	deleted := map[string]bool{}
+	deletedNodes := map[string]bool{}
+	gangs := map[string][]string{}
 	for i := 0; i < pods; i++ {
 		name := fmt.Sprintf("p%03d", i)
 		if rng.IntN(15) == 0 {
@@ -82,7 +87,12 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 			failing[name] = true
 			fault("the device plugin fails %s", name)
 		}
-		e.create(chaosPod(e, rng, name))
+		if rng.IntN(6) == 0 {
+			gang := "g" + name
+			gangs[gang] = createChaosGang(e, rng, gang, 2+rng.IntN(2))
+		} else {
+			e.create(chaosPod(e, rng, name))
+		}
 		if i%10 != 9 {
 			continue
 		}
@@ -92,6 +102,9 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 			restartScheduler(t, chaosArgs)
 		case 1:
 			victim := fmt.Sprintf("p%03d", rng.IntN(i+1))
+			if members, ok := gangs["g"+victim]; ok {
+				victim = members[0]
+			}
 			fault("%s deleted", victim)
 			e.deletePod(victim)
 			deleted[victim] = true
@@ -121,6 +134,7 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 				nodes = append(nodes[:k:k], nodes[k+1:]...)
 				fault("node %s deleted with its pods", n.Name)
 				deleteNodeAndPods(t, e, n.Name)
+				deletedNodes[n.Name] = true
 			}
 		}
 	}
@@ -154,6 +168,7 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 		e.checkNodeUnlocked(n.Name)
 	}
 	checkCacheMatchesAPI(t, e)
+	checkNoPartialGang(t, e, gangs, deleted, deletedNodes)
 	t.Logf("seed %d: %d pods, faults: %s", seed, pods, strings.Join(faults, "; "))
 }
 
@@ -170,6 +185,49 @@ func chaosPod(e *env, rng *rand.Rand, name string) *corev1.Pod {
 		p.Spec.InitContainers = e.pod("", gpu{name: "prepare", cards: 1, memory: int64(1000 * (1 + rng.IntN(8)))}).Spec.Containers
 	}
 	return p
+}
+
+// createChaosGang creates a PodGroup of n members of one random shape,
+// each waiting at most 10 s for the others.
+func createChaosGang(e *env, rng *rand.Rand, gang string, n int) []string {
+	e.createPodGroup(gang, int32(n), 10)
+	shape := chaosPod(e, rng, "")
+	names := make([]string, n)
+	for i := range n {
+		names[i] = fmt.Sprintf("%s-%d", gang, i)
+		p := shape.DeepCopy()
+		p.Name = names[i]
+		e.create(member(p, gang))
+	}
+	return names
+}
+
+// checkNoPartialGang fails the test when a gang has members bound but
+// fewer than minMember of them were placed: bound now, or removed by a
+// fault (which may have taken a bound member, or its node did). A member
+// handed over to a node a fault deleted before it was bound leaves its
+// gang partial, as a node dying mid-binding does.
+func checkNoPartialGang(t *testing.T, e *env, gangs map[string][]string, deleted, deletedNodes map[string]bool) {
+	t.Helper()
+	byName := map[string]corev1.Pod{}
+	for _, p := range e.pods() {
+		byName[p.Name] = p
+	}
+	for gang, members := range gangs {
+		bound, gone := 0, 0
+		for _, m := range members {
+			p, ok := byName[m]
+			switch {
+			case !ok || deleted[m] || (p.Spec.NodeName == "" && deletedNodes[p.Annotations[devices.AssignedNode]]):
+				gone++
+			case p.Spec.NodeName != "":
+				bound++
+			}
+		}
+		if bound > 0 && bound+gone < len(members) {
+			t.Errorf("gang %s: %d of %d members bound (%d removed by faults): a partial gang was placed", gang, bound, len(members), gone)
+		}
+	}
 }
 
 func unschedulable(p *corev1.Pod) bool {
@@ -206,9 +264,13 @@ func patchNode(t *testing.T, e *env, node, patch string) {
 	}
 }
 
+// setCardCount sets the node's allocatable card count, as its device
+// plugin does when it stops or comes back; a node a later fault deleted
+// meanwhile is left alone.
 func setCardCount(t *testing.T, e *env, node string, count int) {
 	patch := fmt.Sprintf(`{"status":{"allocatable":{%q:"%d"}}}`, nvidia.DefaultCountName, count)
-	if _, err := controlPlane.Client.CoreV1().Nodes().Patch(e.ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status"); err != nil {
+	_, err := controlPlane.Client.CoreV1().Nodes().Patch(e.ctx, node, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+	if err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("set %s allocatable on %s: %v", nvidia.DefaultCountName, node, err)
 	}
 }
