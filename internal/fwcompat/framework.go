@@ -60,6 +60,8 @@ const (
 	Delete                       = fwk.Delete
 	UpdateNodeAnnotation         = fwk.UpdateNodeAnnotation
 	UpdateNodeAllocatable        = fwk.UpdateNodeAllocatable
+	UpdateNodeLabel              = fwk.UpdateNodeLabel
+	UpdateNodeTaint              = fwk.UpdateNodeTaint
 	Update                       = fwk.Update
 	Wait                         = fwk.Wait
 	Pod                          = fwk.Pod

@@ -20,12 +20,13 @@ const podGroupLabel = v1alpha1.PodGroupLabel
 // changed (watched by the framework only when the API served PodGroups at
 // start, else the plugin's own informer activates the members); cards may
 // have freed up or appeared (a pod is deleted, a node's inventory
-// changes), for groups whose devices did not fit together.
+// changes), or a node may now admit members (its labels or taints
+// change), for groups whose devices did not fit together.
 func (p *Plugin) events() []fwk.ClusterEventWithHint {
 	events := []fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.Pod, ActionType: fwk.Add}, QueueingHintFn: hintAfterMemberAdded},
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: hintMember},
-		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAnnotation | fwk.UpdateNodeAllocatable}, QueueingHintFn: hintMember},
+		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAnnotation | fwk.UpdateNodeAllocatable | fwk.UpdateNodeLabel | fwk.UpdateNodeTaint}, QueueingHintFn: hintMember},
 	}
 	if p.served {
 		events = append(events, fwk.ClusterEventWithHint{Event: fwk.ClusterEvent{Resource: podGroupEvents, ActionType: fwk.Add | fwk.Update}, QueueingHintFn: hintAfterGroupChange})

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,8 +37,17 @@ func newReservationPublisher(p *Plugin) *reservationPublisher {
 	return &reservationPublisher{p: p, queue: newGroupQueue("hami_podgroup_reservations"), published: map[string]bool{}}
 }
 
-// changed asks for the group's reservations to be published again.
-func (r *reservationPublisher) changed(key string) { r.queue.Add(key) }
+// changed asks for the group's reservations to be published again, now
+// and once more a second later: a member let through or turned away
+// leaves the framework's waiting pods, and the HAMi plugin's cache, from
+// its binding cycle, a moment after the change.
+func (r *reservationPublisher) changed(key string) {
+	r.queue.Add(key)
+	r.queue.AddAfter(key, settleDelay)
+}
+
+// settleDelay is how long after a change its aftermath is published.
+const settleDelay = time.Second
 
 func (r *reservationPublisher) run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), r.p.groups.informer.HasSynced) {
@@ -99,7 +109,8 @@ func (r *reservationPublisher) waitingMembers(key string) []devices.GangReservat
 	r.p.handle.IterateOverWaitingPods(func(w fwk.WaitingPod) {
 		pod := w.GetPod()
 		name := groupOf(pod)
-		if name == "" || groupKey(pod.Namespace, name) != key {
+		if name == "" || groupKey(pod.Namespace, name) != key || !slices.Contains(w.GetPendingPlugins(), Name) {
+			// Not of the group, or let through already.
 			return
 		}
 		node, allocated, ok := hami.Reserved(pod.UID)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
+	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 )
 
@@ -75,4 +76,76 @@ func TestFailoverMidBurst(t *testing.T) {
 	for _, n := range nodes {
 		e.checkNodeUnlocked(n.Name)
 	}
+}
+
+// The leader is killed while members of a gang wait at Permit for the
+// last one: nothing of the gang was written, so the new leader starts it
+// over from scratch, binds none of it early, and places it whole once the
+// last member can go.
+func TestFailoverMidGang(t *testing.T) {
+	sched.Stop()
+	t.Cleanup(func() { restartScheduler(t, nil) })
+	e := newEnv(t, "failover-gang")
+	nodes := e.addNodes("1 node x 4 cards of NVIDIA A100 40 GiB, split 10", nil)
+	replicas := map[string]*localcluster.Scheduler{}
+	for _, id := range []string{"replica-a", "replica-b"} {
+		s, err := localcluster.StartScheduler(context.Background(), controlPlane.Config, localcluster.SchedulerOptions{
+			LeaderElection: &localcluster.LeaderElection{Identity: id, Namespace: "default", Name: "hami-scheduler-failover-" + e.ns,
+				LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		replicas[id] = s
+		t.Cleanup(s.Stop)
+	}
+	leader := func() string {
+		for id, s := range replicas {
+			if s.Leading() {
+				return id
+			}
+		}
+		return ""
+	}
+	e.eventually("one replica leads", func() (bool, string) { return leader() != "", "no leader" })
+	first := leader()
+
+	// minMember 10: nine fit, the tenth waits for a node labelled late,
+	// within podGroupRejectPercentage, so the nine wait at Permit.
+	e.createPodGroup("g", 10, 120)
+	var names []string
+	for i := range 10 {
+		p := member(e.pod(fmt.Sprintf("g-%d", i), gpu{cards: 1, memory: 1000}), "g")
+		if i == 9 {
+			p.Spec.NodeSelector["late"] = "yes"
+		}
+		e.create(p)
+		names = append(names, p.Name)
+	}
+	e.eventually("nine members waiting on the first leader", func() (bool, string) {
+		pg := e.getPodGroup("g")
+		value, ok := pg.Annotations[devices.GangReservationsAnnotation]
+		if !ok {
+			return false, "no reservations published"
+		}
+		r, err := devices.ParseGangReservations(value)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(r.Members) == 9, fmt.Sprintf("%d members reserved", len(r.Members))
+	})
+	replicas[first].Stop()
+	delete(replicas, first)
+	e.eventually("the other replica takes over", func() (bool, string) {
+		return leader() != "", "no leader after " + first + " was killed"
+	})
+	e.checkNoneBound(names)
+
+	patchNode(t, e, nodes[0].Name, `{"metadata":{"labels":{"late":"yes"}}}`)
+	e.waitAllRunning(names)
+	e.checkAccounting()
+	e.eventually("the gang's reservations cleared", func() (bool, string) {
+		value, ok := e.getPodGroup("g").Annotations[devices.GangReservationsAnnotation]
+		return !ok, value
+	})
 }

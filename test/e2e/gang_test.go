@@ -1,9 +1,14 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
 )
@@ -64,4 +69,102 @@ func TestGangAllOrNothing(t *testing.T) {
 	if pg := e.getPodGroup("three"); pg.Status.Phase != v1alpha1.PodGroupScheduling {
 		t.Errorf("PodGroup three is %q, want Scheduling", pg.Status.Phase)
 	}
+}
+
+// Members placed while the rest of their gang cannot be wait at most the
+// PodGroup's scheduleTimeoutSeconds, then release their cards together
+// (GangTimeout); once the last member can be placed, the gang runs. (Nine
+// members fit; the tenth asks a node that appears later; with minMember 10
+// one missing member is within podGroupRejectPercentage, so the nine wait
+// instead of being rejected at once.)
+func TestGangTimeout(t *testing.T) {
+	e := newEnv(t, "gang-timeout")
+	nodes := e.addNodes("1 node x 4 cards of NVIDIA A100 40 GiB, split 10", nil)
+	e.createPodGroup("g", 10, 3)
+	small := gpu{cards: 1, memory: 1000}
+	var names []string
+	for i := range 10 {
+		p := member(e.pod(fmt.Sprintf("g-%d", i), small), "g")
+		if i == 9 {
+			p.Spec.NodeSelector["late"] = "yes"
+		}
+		e.create(p)
+		names = append(names, p.Name)
+	}
+	e.eventually("a GangTimeout event", func() (bool, string) {
+		events := e.podGroupEvents("g")
+		for _, ev := range events {
+			if strings.HasPrefix(ev, "GangTimeout: ") {
+				return true, ""
+			}
+		}
+		return false, strings.Join(events, "; ")
+	})
+	e.checkNoneBound(names)
+
+	patchNode(t, e, nodes[0].Name, `{"metadata":{"labels":{"late":"yes"}}}`)
+	e.waitAllRunning(names)
+	e.checkAccounting()
+}
+
+// A higher-priority gang takes the cards of a lower-priority one: default
+// preemption evicts a victim for each of its members in turn (Coscheduling
+// preempts pod by pod, as scheduler-plugins' does), and the gang runs once
+// all its members fit.
+func TestGangPreemptsGang(t *testing.T) {
+	e := newEnv(t, "gang-preempt")
+	e.addNodes("2 nodes x 1 card of NVIDIA A100 40 GiB, split 10", nil)
+	for name, value := range map[string]int32{"e2e-gang-low": 10, "e2e-gang-high": 1000} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if _, err := controlPlane.Client.SchedulingV1().PriorityClasses().Create(e.ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	gang := func(group, class string) []string {
+		e.createPodGroup(group, 2, 0)
+		var names []string
+		for i := range 2 {
+			p := member(e.pod(fmt.Sprintf("%s-%d", group, i), gpu{cards: 1, memory: 30000}), group)
+			p.Spec.PriorityClassName = class
+			e.create(p)
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	low := gang("low", "e2e-gang-low")
+	e.waitAllRunning(low)
+	high := gang("high", "e2e-gang-high")
+	e.waitAllRunning(high)
+	for _, n := range low {
+		e.waitGone(n)
+	}
+	e.checkAccounting()
+}
+
+// A gang's members and plain pods share the cards; each card holds at
+// most what it has.
+func TestGangWithPlainPods(t *testing.T) {
+	e := newEnv(t, "gang-mixed")
+	e.addNodes("2 nodes x 2 cards of NVIDIA A100 40 GiB, split 10", nil)
+	e.createPodGroup("g", 4, 0)
+	names := e.createGang("g", 4, gpu{cards: 1, memory: 20000})
+	for i := range 4 {
+		name := fmt.Sprintf("plain-%d", i)
+		e.create(e.pod(name, gpu{cards: 1, memory: 20000}))
+		names = append(names, name)
+	}
+	e.waitAllRunning(names)
+	e.checkAccounting()
+}
+
+// Members let through together onto one node take its node lock one after
+// another, as HAMi's retry for pod-group members does, and all run.
+func TestGangOnOneNode(t *testing.T) {
+	e := newEnv(t, "gang-one-node")
+	nodes := e.addNodes("1 node x 4 cards of NVIDIA A100 40 GiB, split 10", nil)
+	e.createPodGroup("g", 4, 0)
+	names := e.createGang("g", 4, gpu{cards: 1, memory: 30000})
+	e.waitAllRunning(names)
+	e.checkAccounting()
+	e.checkNodeUnlocked(nodes[0].Name)
 }
