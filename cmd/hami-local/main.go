@@ -110,6 +110,7 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 	dpQPS := fs.Float64("device-plugin-qps", simnode.DefaultDevicePluginQPS, "QPS of each simulated node's device plugin client (HAMi's: 5; negative: no limit)")
 	dpBurst := fs.Int("device-plugin-burst", simnode.DefaultDevicePluginBurst, "burst of each simulated node's device plugin client (HAMi's: 10)")
 	admissionDelay := fs.Duration("admission-delay", simnode.DefaultAdmissionDelay, "how long a simulated kubelet takes from seeing a pod bound to calling Allocate (negative: none)")
+	featureGates := fs.String("feature-gates", "", `feature gates of the API server and the scheduler, e.g. "GenericWorkload=true" for Kubernetes' own gangs (scheduling.k8s.io/v1beta1 PodGroup, served with it)`)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hami-local [flags]          run the local cluster\n       hami-local status [-kubeconfig path] [-device-config path]  print the card allocation\n\n")
 		fs.PrintDefaults()
@@ -162,7 +163,7 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 	}
 	started := time.Now()
 	fmt.Fprintf(out, "starting etcd and kube-apiserver (log: %s)\n", logPath)
-	cp, err := localcluster.Start(localcluster.Options{Log: logFile})
+	cp, err := localcluster.Start(localcluster.Options{Log: logFile, FeatureGates: *featureGates})
 	if err != nil {
 		return err
 	}
@@ -195,6 +196,11 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer controllers.Stop()
+	// The chart's PodGroup CRD (scheduler-plugins' gangs), before the
+	// scheduler, as helm install applies it.
+	if err := localcluster.InstallPodGroupCRD(ctx, cp.Config); err != nil {
+		return err
+	}
 	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: schedArgs})
 	if err != nil {
 		return err
