@@ -16,7 +16,8 @@ const (
 
 // Top is what `kubectl hami top` shows, and the document it prints with
 // -o json. Nodes are sorted by name, cards by index, the pods of a card in
-// the order the API listed them.
+// the order the API listed them, then the members of waiting gangs by
+// PodGroup.
 type Top struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
@@ -79,7 +80,8 @@ type TopCard struct {
 	// count.
 	Sharers Amount `json:"sharers"`
 	// Pods are the grants on the card, one per container, restricted to
-	// Top.Namespace when set; never null.
+	// Top.Namespace when set; never null. They include the cards reserved
+	// for members of gangs waiting at Permit (Grant.ReservedFor).
 	Pods []Grant `json:"pods"`
 	// OtherPods counts the grants left out of Pods by the namespace filter.
 	OtherPods int `json:"otherPods,omitempty"`
@@ -98,6 +100,12 @@ type Grant struct {
 	Container string `json:"container"`
 	MemoryMiB int32  `json:"memoryMiB"`
 	Cores     int32  `json:"cores"`
+	// ReservedFor, when set, is the PodGroup, as namespace/name, of the
+	// gang whose member, this unbound pod, waits at Permit for the rest of
+	// the gang: the card is reserved for it by the scheduler
+	// (hami.io/gang-reservations on the PodGroup), not yet given by an
+	// allocated annotation of the pod.
+	ReservedFor string `json:"reservedFor,omitempty"`
 }
 
 // Total sums cards.
@@ -172,7 +180,7 @@ func buildTop(r allocation.Report, unregistered []string, namespace string) Top 
 				card.OtherPods++
 				continue
 			}
-			card.Pods = append(card.Pods, Grant{Namespace: h.Namespace, Name: h.Pod, Container: h.Container, MemoryMiB: h.MemoryMiB, Cores: h.Cores})
+			card.Pods = append(card.Pods, Grant{Namespace: h.Namespace, Name: h.Pod, Container: h.Container, MemoryMiB: h.MemoryMiB, Cores: h.Cores, ReservedFor: h.ReservedFor})
 		}
 		n.Cards = append(n.Cards, card)
 		n.Total.add(&n.Cards[len(n.Cards)-1])

@@ -5,9 +5,10 @@
 //	kubectl hami top [NODE...] [-l selector] [-n namespace] [-o wide|json] [--device-config file]
 //
 // shows each node's cards, of every vendor: model, memory, cores and
-// sharers used of their totals as bars, the pods on each card, and totals
-// per node and for the cluster. It reads the same annotations the scheduler does; see
-// README.md next to this file.
+// sharers used of their totals as bars, the pods on each card (with the
+// cards reserved for members of gangs waiting at Permit, from their
+// PodGroups), and totals per node and for the cluster. It reads the same
+// annotations the scheduler does; see README.md next to this file.
 package main
 
 import (
@@ -16,18 +17,19 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
 // NewRootCommand returns `kubectl hami` with its subcommands and the usual
 // kubectl connection flags (--kubeconfig, --context, -n, ...).
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	return newRootCommand(streams, nil)
+	return newRootCommand(streams, nil, nil)
 }
 
-// newRootCommand is NewRootCommand with the clientset given (nil: from the
-// config flags).
-func newRootCommand(streams genericiooptions.IOStreams, client func() (kubernetes.Interface, error)) *cobra.Command {
+// newRootCommand is NewRootCommand with the clientset and the dynamic
+// client given (nil: from the config flags).
+func newRootCommand(streams genericiooptions.IOStreams, client func() (kubernetes.Interface, error), dynamicClient func() (dynamic.Interface, error)) *cobra.Command {
 	cf := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
 		Use:   "kubectl-hami",
@@ -41,7 +43,7 @@ func newRootCommand(streams genericiooptions.IOStreams, client func() (kubernete
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	cf.AddFlags(root.PersistentFlags())
-	root.AddCommand(newTopCommand(cf, streams, client))
+	root.AddCommand(newTopCommand(cf, streams, client, dynamicClient))
 	return root
 }
 

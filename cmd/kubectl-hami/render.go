@@ -63,12 +63,23 @@ func cardState(c *TopCard) string {
 	return strings.Join(s, ",")
 }
 
+// holderName names the pod holding the grant as namespace/name, and says
+// when it is a member of a gang waiting at Permit that the card is
+// reserved for: "ns/name (gang ns/podgroup, waiting)".
+func holderName(g Grant) string {
+	name := g.Namespace + "/" + g.Name
+	if g.ReservedFor != "" {
+		name += " (gang " + g.ReservedFor + ", waiting)"
+	}
+	return name
+}
+
 // podNames lists the card's pods once each, in order.
 func podNames(c *TopCard) string {
 	seen := map[string]bool{}
 	var out []string
 	for _, g := range c.Pods {
-		key := g.Namespace + "/" + g.Name
+		key := holderName(g)
 		if !seen[key] {
 			seen[key] = true
 			out = append(out, key)
@@ -84,8 +95,14 @@ func podNames(c *TopCard) string {
 	return s
 }
 
+// grantText is one grant of -o wide: ns/pod[container] MiB, cores, and
+// the gang it is reserved for.
 func grantText(g Grant) string {
-	return fmt.Sprintf("%s/%s[%s] %d MiB, %d cores", g.Namespace, g.Name, g.Container, g.MemoryMiB, g.Cores)
+	text := fmt.Sprintf("%s/%s[%s] %d MiB, %d cores", g.Namespace, g.Name, g.Container, g.MemoryMiB, g.Cores)
+	if g.ReservedFor != "" {
+		text += " (gang " + g.ReservedFor + ", waiting)"
+	}
+	return text
 }
 
 // writeTable prints the document for people: per node a table of its cards

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/spf13/cobra"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -42,6 +44,9 @@ type TopOptions struct {
 
 	// client returns the clientset; tests replace it.
 	client func() (kubernetes.Interface, error)
+	// dynamicClient returns the dynamic client PodGroups are listed with;
+	// tests replace it.
+	dynamicClient func() (dynamic.Interface, error)
 }
 
 const topExample = `  # Every GPU node's cards, with bars, the pods on each card and totals
@@ -62,13 +67,14 @@ const topExample = `  # Every GPU node's cards, with bars, the pods on each card
 
 // NewTopCommand returns the top subcommand.
 func NewTopCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams) *cobra.Command {
-	return newTopCommand(cf, streams, nil)
+	return newTopCommand(cf, streams, nil, nil)
 }
 
-// newTopCommand is NewTopCommand with the clientset given (nil: from the
-// config flags).
-func newTopCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams, client func() (kubernetes.Interface, error)) *cobra.Command {
-	o := &TopOptions{ConfigFlags: cf, IOStreams: streams, client: client}
+// newTopCommand is NewTopCommand with the clientset and the dynamic client
+// given (nil: from the config flags).
+func newTopCommand(cf *genericclioptions.ConfigFlags, streams genericiooptions.IOStreams,
+	client func() (kubernetes.Interface, error), dynamicClient func() (dynamic.Interface, error)) *cobra.Command {
+	o := &TopOptions{ConfigFlags: cf, IOStreams: streams, client: client, dynamicClient: dynamicClient}
 	cmd := &cobra.Command{
 		Use:   "top [NODE...]",
 		Short: "Show the device cards of HAMi nodes: memory, cores and sharers used, and the pods on each card",
@@ -78,6 +84,11 @@ what the pods bound to the node hold of it (the vendor's allocated annotation, N
 hami.io/vgpu-devices-allocated), read the way the scheduler reads them: pods whose
 spec.nodeName equals their hami.io/vgpu-node annotation and that have not terminated.
 Works against hami-scheduler and HAMi's own scheduler extender alike.
+
+The cards that members of a gang (a PodGroup, scheduling.x-k8s.io) hold while they
+wait at Permit for the rest of the gang count too, from the reservations hami-scheduler
+publishes on the PodGroup (hami.io/gang-reservations); such a pod is shown as
+"ns/pod (gang ns/podgroup, waiting)".
 
 The vendors read are those of HAMi's chart-default device config (every vendor, with
 their default resource names); --device-config reads the cluster's own
@@ -122,6 +133,15 @@ func (o *TopOptions) Complete(cmd *cobra.Command, args []string) error {
 			return kubernetes.NewForConfig(cfg)
 		}
 	}
+	if o.dynamicClient == nil {
+		o.dynamicClient = func() (dynamic.Interface, error) {
+			cfg, err := o.ConfigFlags.ToRESTConfig()
+			if err != nil {
+				return nil, err
+			}
+			return dynamic.NewForConfig(cfg)
+		}
+	}
 	return nil
 }
 
@@ -150,7 +170,11 @@ func (o *TopOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	doc, err := o.top(ctx, client)
+	dynamicClient, err := o.dynamicClient()
+	if err != nil {
+		return err
+	}
+	doc, err := o.top(ctx, client, dynamicClient)
 	if err != nil {
 		return err
 	}
@@ -163,23 +187,28 @@ func (o *TopOptions) Run(ctx context.Context) error {
 	return writeTable(o.Out, &doc, o.Output == "wide")
 }
 
-// top lists what it needs and builds the document.
-func (o *TopOptions) top(ctx context.Context, client kubernetes.Interface) (Top, error) {
+// top lists what it needs and builds the document. PodGroups are listed
+// before pods: a gang member let through between the two lists is then
+// found bound, or handed over, and counted from its own annotation, where
+// the other order could miss it.
+func (o *TopOptions) top(ctx context.Context, client kubernetes.Interface, dynamicClient dynamic.Interface) (Top, error) {
 	nodes, err := o.listNodes(ctx, client)
 	if err != nil {
 		return Top{}, err
 	}
+	gangs, gangWarnings := listWaitingGangs(ctx, dynamicClient)
 	pods, warnings, err := o.listPods(ctx, client, nodes)
 	if err != nil {
 		return Top{}, err
 	}
-	report := allocation.Read(o.vendors, nodes, pods)
+	members, memberWarnings := o.listWaitingMembers(ctx, client, gangs, nodes)
+	report := allocation.ReadWithGangs(o.vendors, nodes, slices.Concat(pods, members), gangs)
 	var unregistered []string
 	if len(o.Nodes) > 0 {
 		unregistered = withoutCards(report, nodes)
 	}
 	doc := buildTop(report, unregistered, o.Namespace)
-	doc.Warnings = append(warnings, o.unscheduled(pods)...)
+	doc.Warnings = slices.Concat(warnings, gangWarnings, memberWarnings, o.unscheduled(pods))
 	return doc, nil
 }
 
@@ -241,38 +270,56 @@ func (o *TopOptions) listNodes(ctx context.Context, client kubernetes.Interface)
 	return nodes, nil
 }
 
+// notTerminated selects the pods whose phase is neither Succeeded nor
+// Failed.
+func notTerminated() fields.Selector {
+	return fields.AndSelectors(
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+}
+
+// listPodsMatching lists the pods of every namespace the field selector
+// matches. Without permission to list pods cluster-wide and with -n, it
+// lists that namespace's instead, and narrowed is true.
+func (o *TopOptions) listPodsMatching(ctx context.Context, client kubernetes.Interface, sel fields.Selector) (pods []corev1.Pod, narrowed bool, err error) {
+	opts := metav1.ListOptions{FieldSelector: sel.String()}
+	list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
+	if err != nil && apierrors.IsForbidden(err) && o.Namespace != "" {
+		list, err = client.CoreV1().Pods(o.Namespace).List(ctx, opts)
+		narrowed = true
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return list.Items, narrowed, nil
+}
+
 // listPods lists the pods that may hold cards of the nodes: those bound to
 // one of them and not terminated, in every namespace (the amounts count
 // them all). Without permission to list pods cluster-wide and with -n, it
 // falls back to that namespace and says so.
 func (o *TopOptions) listPods(ctx context.Context, client kubernetes.Interface, nodes []corev1.Node) ([]corev1.Pod, []string, error) {
-	notTerminated := fields.AndSelectors(
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)))
+	alive := notTerminated()
 	var selectors []fields.Selector
 	if len(o.Nodes) > 0 {
 		// A few named nodes: ask for their pods only.
 		for i := range nodes {
-			selectors = append(selectors, fields.AndSelectors(fields.OneTermEqualSelector("spec.nodeName", nodes[i].Name), notTerminated))
+			selectors = append(selectors, fields.AndSelectors(fields.OneTermEqualSelector("spec.nodeName", nodes[i].Name), alive))
 		}
 	} else {
-		selectors = []fields.Selector{notTerminated}
+		selectors = []fields.Selector{alive}
 	}
 	var warnings []string
 	var pods []corev1.Pod
 	for _, sel := range selectors {
-		opts := metav1.ListOptions{FieldSelector: sel.String()}
-		list, err := client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, opts)
-		if err != nil && apierrors.IsForbidden(err) && o.Namespace != "" {
-			list, err = client.CoreV1().Pods(o.Namespace).List(ctx, opts)
-			if err == nil && len(warnings) == 0 {
-				warnings = append(warnings, fmt.Sprintf("pods cannot be listed in all namespaces: the amounts used count only namespace %s", o.Namespace))
-			}
-		}
+		list, narrowed, err := o.listPodsMatching(ctx, client, sel)
 		if err != nil {
 			return nil, nil, fmt.Errorf("listing pods: %w", err)
 		}
-		pods = append(pods, list.Items...)
+		if narrowed && len(warnings) == 0 {
+			warnings = append(warnings, fmt.Sprintf("pods cannot be listed in all namespaces: the amounts used count only namespace %s", o.Namespace))
+		}
+		pods = append(pods, list...)
 	}
 	onNodes := map[string]bool{}
 	for i := range nodes {

@@ -14,10 +14,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
@@ -123,10 +127,39 @@ func cluster() []runtime.Object {
 // run runs `kubectl-hami args...` against the fake cluster.
 func run(t *testing.T, objects []runtime.Object, args ...string) (string, error) {
 	t.Helper()
-	client := fake.NewClientset(objects...)
+	client, podGroups := fakeClients(t, objects)
+	return runWith(t, client, podGroups, args...)
+}
+
+// fakeClients serves the objects: PodGroups through a fake dynamic client
+// (that serves the PodGroup API even without any), everything else
+// through a fake clientset.
+func fakeClients(t *testing.T, objects []runtime.Object) (*fake.Clientset, *dynamicfake.FakeDynamicClient) {
+	t.Helper()
+	var core, groups []runtime.Object
+	for _, o := range objects {
+		if _, ok := o.(*v1alpha1.PodGroup); ok {
+			groups = append(groups, o)
+		} else {
+			core = append(core, o)
+		}
+	}
+	scheme := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	listKinds := map[schema.GroupVersionResource]string{v1alpha1.Resource: "PodGroupList"}
+	return fake.NewClientset(core...), dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, listKinds, groups...)
+}
+
+// runWith runs `kubectl-hami args...` with the clients.
+func runWith(t *testing.T, client kubernetes.Interface, podGroups dynamic.Interface, args ...string) (string, error) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}
-	root := newRootCommand(streams, func() (kubernetes.Interface, error) { return client, nil })
+	root := newRootCommand(streams,
+		func() (kubernetes.Interface, error) { return client, nil },
+		func() (dynamic.Interface, error) { return podGroups, nil })
 	root.SetArgs(args)
 	err := root.Execute()
 	return out.String(), err
@@ -136,20 +169,29 @@ func TestTopGolden(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
+		// objects is the cluster; cluster() when nil.
+		objects func() []runtime.Object
 	}{
-		{"default", []string{"top"}},
-		{"wide", []string{"top", "-o", "wide"}},
-		{"json", []string{"top", "-o", "json"}},
-		{"namespace", []string{"top", "-n", "ml"}},
-		{"namespace-wide", []string{"top", "--namespace=batch", "-o", "wide"}},
-		{"nodes", []string{"top", "gpu-mig", "cpu-0"}},
-		{"selector", []string{"top", "-l", "pool=train"}},
-		{"selector-json", []string{"top", "-l", "pool=mig", "-o", "json"}},
-		{"empty", []string{"top", "-l", "pool=none"}},
+		{"default", []string{"top"}, nil},
+		{"wide", []string{"top", "-o", "wide"}, nil},
+		{"json", []string{"top", "-o", "json"}, nil},
+		{"namespace", []string{"top", "-n", "ml"}, nil},
+		{"namespace-wide", []string{"top", "--namespace=batch", "-o", "wide"}, nil},
+		{"nodes", []string{"top", "gpu-mig", "cpu-0"}, nil},
+		{"selector", []string{"top", "-l", "pool=train"}, nil},
+		{"selector-json", []string{"top", "-l", "pool=mig", "-o", "json"}, nil},
+		{"empty", []string{"top", "-l", "pool=none"}, nil},
+		{"gang", []string{"top", "-l", "pool=train"}, gangCluster},
+		{"gang-wide", []string{"top", "-l", "pool=train", "-o", "wide"}, gangCluster},
+		{"gang-json", []string{"top", "gpu-a", "-o", "json"}, gangCluster},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := run(t, cluster(), tt.args...)
+			objects := cluster
+			if tt.objects != nil {
+				objects = tt.objects
+			}
+			got, err := run(t, objects(), tt.args...)
 			if err != nil {
 				t.Fatalf("kubectl-hami %v: %v", tt.args, err)
 			}

@@ -15,7 +15,8 @@ import (
 
 // CardUse is one card of a node and what the pods bound to the node hold
 // of it, according to their allocated annotations of the card's vendor
-// (NVIDIA's hami.io/vgpu-devices-allocated, ...).
+// (NVIDIA's hami.io/vgpu-devices-allocated, ...), and what members of
+// gangs waiting at Permit reserved on it (ReadWithGangs).
 type CardUse struct {
 	Node string
 	// Vendor is the name of the card's vendor (devices.Vendor.Name), e.g.
@@ -37,6 +38,12 @@ type CardUse struct {
 type Holder struct {
 	Namespace, Pod, Container string
 	MemoryMiB, Cores          int32
+	// ReservedFor is the PodGroup, as namespace/name, of a gang whose
+	// member, the pod, waits at Permit for the rest of the gang, holding
+	// the card by the reservation the scheduler published on the
+	// PodGroup (ReadWithGangs); empty for a grant the pod's own allocated
+	// annotation carries.
+	ReservedFor string
 }
 
 // Overcommitted reports whether the card's holders exceed its split count,
@@ -52,6 +59,10 @@ type PodGrant struct {
 	// Index is the card's index on its node, -1 if the node lists no such
 	// card.
 	Index int
+	// ReservedFor is the PodGroup, as namespace/name, of the gang whose
+	// waiting member holds the card by reservation (Holder.ReservedFor);
+	// empty for the pod's own annotation.
+	ReservedFor string
 }
 
 // Report is what Read found.
@@ -76,15 +87,17 @@ type Report struct {
 
 // PodIssue is what of one pod could not be accounted.
 type PodIssue struct {
-	// Namespace and Pod name the pod; Node is the node it is bound to.
+	// Namespace and Pod name the pod; Node is the node it is bound to, or
+	// that the reservation of a waiting gang member names.
 	Namespace, Pod, Node string
 	// Problem says what is wrong, without the pod's name.
 	Problem string
 }
 
-func (r *Report) podProblem(p *corev1.Pod, problem string) {
+// podProblem reports what of the pod could not be accounted on node.
+func (r *Report) podProblem(p *corev1.Pod, node, problem string) {
 	r.PodProblems = append(r.PodProblems, fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, problem))
-	r.PodIssues = append(r.PodIssues, PodIssue{Namespace: p.Namespace, Pod: p.Name, Node: p.Spec.NodeName, Problem: problem})
+	r.PodIssues = append(r.PodIssues, PodIssue{Namespace: p.Namespace, Pod: p.Name, Node: node, Problem: problem})
 }
 
 // Overcommitments describes every card whose holders exceed it.

@@ -19,19 +19,10 @@ import (
 // annotation. A grant is matched to a card by node, vendor and UUID. A pod
 // whose assignment cannot be decoded, or names a card its node does not
 // list, is reported and its other grants are still counted.
+//
+// It is ReadWithGangs without gangs.
 func Read(vendors []devices.Vendor, nodes []corev1.Node, pods []corev1.Pod) Report {
-	rd := reader{
-		r:          Report{Grants: map[string][]PodGrant{}, NodeErrors: map[string]string{}},
-		cards:      map[cardKey]int{},
-		unreadable: map[cardKey]bool{},
-	}
-	for _, i := range byName(nodes) {
-		rd.readNode(vendors, &nodes[i])
-	}
-	for i := range pods {
-		rd.readPod(vendors, &pods[i])
-	}
-	return rd.r
+	return ReadWithGangs(vendors, nodes, pods, nil)
 }
 
 // reader is the state of one Read.
@@ -42,6 +33,28 @@ type reader struct {
 	// unreadable holds the node and vendor (no UUID) of each inventory
 	// that could not be read.
 	unreadable map[cardKey]bool
+	// nodes are the names of the nodes read.
+	nodes map[string]bool
+}
+
+// holding is who holds an assignment, and on which node: a pod bound to
+// it, or a gang member waiting at Permit whose reservation names it.
+type holding struct {
+	pod  *corev1.Pod
+	node string
+	// gang is the PodGroup, as namespace/name, whose waiting member holds
+	// the cards by the reservation published on it; empty for what the
+	// pod's own allocated annotation says.
+	gang string
+}
+
+// problem reports what of the holding could not be accounted, on its
+// node, saying when it is a waiting member's reservation.
+func (rd *reader) problem(h holding, problem string) {
+	if h.gang != "" {
+		problem = fmt.Sprintf("reserved for waiting gang %s: %s", h.gang, problem)
+	}
+	rd.r.podProblem(h.pod, h.node, problem)
 }
 
 // cardKey names a card by node, vendor name and UUID.
@@ -60,6 +73,7 @@ func byName(nodes []corev1.Node) []int {
 // readNode appends each vendor's cards of the node, by index, or records
 // why they cannot be read.
 func (rd *reader) readNode(vendors []devices.Vendor, n *corev1.Node) {
+	rd.nodes[n.Name] = true
 	var reasons []string
 	for _, v := range vendors {
 		cards, err := v.Inventory(n)
@@ -84,33 +98,49 @@ func (rd *reader) readNode(vendors []devices.Vendor, n *corev1.Node) {
 // readPod accounts what a bound, not terminated pod holds of each vendor's
 // cards.
 func (rd *reader) readPod(vendors []devices.Vendor, p *corev1.Pod) {
-	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	if p.Spec.NodeName == "" || terminated(p) {
 		return
 	}
-	held := rd.assignments(vendors, p)
+	h := holding{pod: p, node: p.Spec.NodeName}
+	held := rd.assignments(vendors, h, p.Annotations)
 	if len(held) == 0 {
 		return
 	}
 	if assigned := p.Annotations[devices.AssignedNode]; assigned != p.Spec.NodeName {
-		rd.r.podProblem(p, fmt.Sprintf("bound to node %s but %s is %q: not counted, as the scheduler does not count it",
+		rd.problem(h, fmt.Sprintf("bound to node %s but %s is %q: not counted, as the scheduler does not count it",
 			p.Spec.NodeName, devices.AssignedNode, assigned))
 		return
 	}
+	rd.hold(vendors, h, held)
+}
+
+// terminated reports whether the pod has succeeded or failed: it holds
+// nothing any more.
+func terminated(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// hold records and charges the assignments, by vendor name, of one
+// holding, vendor by vendor.
+func (rd *reader) hold(vendors []devices.Vendor, h holding, held map[string]devices.Assignment) {
 	for _, v := range vendors {
 		if a, ok := held[v.Name()]; ok {
-			rd.grant(v.Name(), p, a)
-			rd.charge(v.Name(), p, a)
+			rd.grant(v.Name(), h, a)
+			rd.charge(v.Name(), h, a)
 		}
 	}
 }
 
-// assignments decodes the pod's non-empty assignments by vendor name,
-// reporting those that cannot be decoded.
-func (rd *reader) assignments(vendors []devices.Vendor, p *corev1.Pod) map[string]devices.Assignment {
+// assignments decodes the non-empty assignments, by vendor name, that
+// annotations hold under the vendors' allocated keys (or in a
+// devices.AssignmentRecord), reporting those that cannot be decoded: the
+// pod's own annotations, or the Allocated map of a waiting member's
+// reservation, which is keyed and encoded alike.
+func (rd *reader) assignments(vendors []devices.Vendor, h holding, annotations map[string]string) map[string]devices.Assignment {
 	held := map[string]devices.Assignment{}
-	values, err := devices.ReadAllocated(p.Annotations)
+	values, err := devices.ReadAllocated(annotations)
 	if err != nil {
-		rd.r.podProblem(p, err.Error())
+		rd.problem(h, err.Error())
 		return held
 	}
 	for _, v := range vendors {
@@ -121,13 +151,13 @@ func (rd *reader) assignments(vendors []devices.Vendor, p *corev1.Pod) map[strin
 		}
 		a, err := devices.DecodeAssignment(raw)
 		if err != nil {
-			rd.r.podProblem(p, fmt.Sprintf("%s: %v", key, err))
+			rd.problem(h, fmt.Sprintf("%s: %v", key, err))
 			continue
 		}
 		if !a.Empty() {
 			if gc, ok := v.(devices.GrantClassifier); ok {
 				// The pod's class, as the scheduler's cache counts it.
-				a.WithClass(gc.GrantClass(p))
+				a.WithClass(gc.GrantClass(h.pod))
 			}
 			held[v.Name()] = a
 		}
@@ -135,12 +165,13 @@ func (rd *reader) assignments(vendors []devices.Vendor, p *corev1.Pod) map[strin
 	return held
 }
 
-// grant records each grant of the pod's assignment of one vendor, on its
-// card and in the pod's grants; a card the node does not list is reported
-// unless the node's cards of that vendor could not be read.
-func (rd *reader) grant(vendor string, p *corev1.Pod, a devices.Assignment) {
+// grant records each grant of the holding's assignment of one vendor, on
+// its card and in the pod's grants; a card the node does not list is
+// reported unless the node's cards of that vendor could not be read.
+func (rd *reader) grant(vendor string, h holding, a devices.Assignment) {
+	p := h.pod
 	key := p.Namespace + "/" + p.Name
-	nodeUnreadable := rd.unreadable[cardKey{node: p.Spec.NodeName, vendor: vendor}]
+	nodeUnreadable := rd.unreadable[cardKey{node: h.node, vendor: vendor}]
 	containers := devices.Containers(p)
 	for ci, container := range a {
 		name := fmt.Sprintf("#%d", ci)
@@ -148,33 +179,34 @@ func (rd *reader) grant(vendor string, p *corev1.Pod, a devices.Assignment) {
 			name = containers[ci].Name
 		}
 		for _, g := range container {
-			idx, ok := rd.cards[cardKey{p.Spec.NodeName, vendor, g.UUID}]
-			pg := PodGrant{Container: name, Grant: g, Index: -1}
+			idx, ok := rd.cards[cardKey{h.node, vendor, g.UUID}]
+			pg := PodGrant{Container: name, Grant: g, Index: -1, ReservedFor: h.gang}
 			if ok {
 				c := &rd.r.Cards[idx]
 				c.Pods = append(c.Pods, key)
-				c.Holders = append(c.Holders, Holder{Namespace: p.Namespace, Pod: p.Name, Container: name, MemoryMiB: g.MemoryMiB, Cores: g.Cores})
+				c.Holders = append(c.Holders, Holder{Namespace: p.Namespace, Pod: p.Name, Container: name, MemoryMiB: g.MemoryMiB, Cores: g.Cores, ReservedFor: h.gang})
 				pg.Index = c.Index
 			} else if !nodeUnreadable {
-				rd.r.podProblem(p, fmt.Sprintf("holds card %s that node %s does not list", g.UUID, p.Spec.NodeName))
+				rd.problem(h, fmt.Sprintf("holds card %s that node %s does not list", g.UUID, h.node))
 			}
 			rd.r.Grants[key] = append(rd.r.Grants[key], pg)
 		}
 	}
 }
 
-// charge adds what a pod holds of one vendor's cards to its node's cards,
+// charge adds what a holding holds of one vendor's cards to its node's cards,
 // as the scheduler accounts it: per card the larger of its biggest init
 // grant and the sum of its regular grants, the regular grants alone once
 // every init container has succeeded (HAMi's rules).
-func (rd *reader) charge(vendor string, p *corev1.Pod, a devices.Assignment) {
+func (rd *reader) charge(vendor string, h holding, a devices.Assignment) {
+	p := h.pod
 	inits := len(p.Spec.InitContainers)
 	if inits > 0 && devices.InitContainersSucceeded(p) {
 		a, inits = a.Regular(inits), 0
 	}
 	seen := map[int]bool{}
 	a.Grants(func(g devices.Grant) {
-		idx, ok := rd.cards[cardKey{p.Spec.NodeName, vendor, g.UUID}]
+		idx, ok := rd.cards[cardKey{h.node, vendor, g.UUID}]
 		if !ok || seen[idx] {
 			return
 		}

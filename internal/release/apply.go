@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
@@ -19,7 +21,7 @@ import (
 
 // applyOrder puts the kinds others depend on first, as helm installs them.
 var applyOrder = []string{
-	"Namespace", "PriorityClass", "ServiceAccount", "Secret", "ConfigMap",
+	"CustomResourceDefinition", "Namespace", "PriorityClass", "ServiceAccount", "Secret", "ConfigMap",
 	"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Service",
 }
 
@@ -74,6 +76,33 @@ func (r *Release) apply(ctx context.Context) error {
 		if _, err := ri.Patch(ctx, o.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "helm", Force: ptr.To(true)}); err != nil {
 			return fmt.Errorf("apply %s: %w", manifestgen.ObjectKey(o), err)
 		}
+		if o.GetKind() == "CustomResourceDefinition" {
+			if err := waitEstablished(ctx, ri, o.GetName()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// waitEstablished waits until the API server serves the CRD's resource,
+// as helm install does before it applies the rest.
+func waitEstablished(ctx context.Context, crds dynamic.ResourceInterface, name string) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := crds.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		conditions, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CRD %s not established: %w", name, err)
 	}
 	return nil
 }

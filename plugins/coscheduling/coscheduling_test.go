@@ -313,3 +313,21 @@ func TestLess(t *testing.T) {
 		t.Error("a just rejected group still sorts before a newer one")
 	}
 }
+
+// The member that completes its group's quorum sends the members waiting
+// for it back to the active queue.
+func TestQuorumActivatesTheGroup(t *testing.T) {
+	first := memberPod("g-0", "g", 1000)
+	h := newHarness(t, defaultArgs(), []*v1alpha1.PodGroup{podGroup("g", 2)}, objects(nodes(t, "1 node x 1 card of NVIDIA A100 40 GiB"), first)...)
+	if _, st := h.plugin.PreFilter(h.ctx, cycle(), first, nil); st.Code() != fwk.UnschedulableAndUnresolvable {
+		t.Fatalf("PreFilter with one of two pods = %v", st)
+	}
+	if _, err := h.client.CoreV1().Pods("ns").Create(h.ctx, memberPod("g-1", "g", 1000), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor("the first member activated", func() bool {
+		h.handle.mu.Lock()
+		defer h.handle.mu.Unlock()
+		return slices.Contains(h.handle.activated, "ns/g-0")
+	})
+}

@@ -2,6 +2,8 @@ package coscheduling
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
@@ -57,21 +59,35 @@ func hintMember(_ klog.Logger, pod *corev1.Pod, _, _ any) (fwk.QueueingHint, err
 }
 
 // hintAfterGroupChange queues a member when its own PodGroup is created or
-// changed.
-func hintAfterGroupChange(_ klog.Logger, pod *corev1.Pod, _, newObj any) (fwk.QueueingHint, error) {
+// its spec changes (a new generation); not when its status or annotations
+// do, which the scheduler writes itself.
+func hintAfterGroupChange(_ klog.Logger, pod *corev1.Pod, oldObj, newObj any) (fwk.QueueingHint, error) {
 	name := groupOf(pod)
 	if name == "" {
 		return fwk.QueueSkip, nil
 	}
-	obj, ok := newObj.(interface {
-		GetNamespace() string
-		GetName() string
-	})
-	if !ok {
+	obj, err := meta.Accessor(newObj)
+	if err != nil {
 		return fwk.Queue, nil
 	}
 	if obj.GetNamespace() != pod.Namespace || obj.GetName() != name {
 		return fwk.QueueSkip, nil
 	}
+	if !specChanged(oldObj, obj) {
+		return fwk.QueueSkip, nil
+	}
 	return fwk.Queue, nil
+}
+
+// specChanged reports whether a PodGroup is new (no old object) or its
+// spec changed: the API server counts spec changes in its generation.
+func specChanged(oldObj any, updated metav1.Object) bool {
+	if oldObj == nil {
+		return true
+	}
+	old, err := meta.Accessor(oldObj)
+	if err != nil {
+		return true
+	}
+	return old.GetGeneration() != updated.GetGeneration()
 }

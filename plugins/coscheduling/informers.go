@@ -11,8 +11,13 @@ import (
 )
 
 // onMemberChange keeps the group's status current; a member now bound is
-// counted from the informer, no longer from the permitted set.
-func (p *Plugin) onMemberChange(_ klog.Logger, _, obj any) {
+// counted from the informer, no longer from the permitted set. A member
+// created, or freed of its scheduling gates, that completes its group's
+// quorum sends the group's pending members to the active queue: those
+// turned away for too few siblings would otherwise wait for an unrelated
+// cluster event (kube-scheduler announces the creation of an unscheduled
+// pod to the others only with GenericWorkload on).
+func (p *Plugin) onMemberChange(logger klog.Logger, oldObj, obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -26,6 +31,23 @@ func (p *Plugin) onMemberChange(_ klog.Logger, _, obj any) {
 		p.permitted.remove(key, pod.UID)
 	}
 	p.status.enqueue(key)
+	old, _ := oldObj.(*corev1.Pod)
+	joined := old == nil || (len(old.Spec.SchedulingGates) > 0 && len(pod.Spec.SchedulingGates) == 0)
+	if joined && pod.Spec.NodeName == "" {
+		p.activateOnQuorum(logger, pod.Namespace, name)
+	}
+}
+
+// activateOnQuorum activates the group's pending members when it has
+// minMember pods past their scheduling gates.
+func (p *Plugin) activateOnQuorum(logger klog.Logger, namespace, name string) {
+	pg, err := p.groups.get(namespace, name)
+	if err != nil {
+		return
+	}
+	if quorum(groupKey(namespace, name), pg, p.members.of(namespace, name)) == nil {
+		p.activate(logger, namespace, name, "")
+	}
 }
 
 func (p *Plugin) onMemberDelete(_ klog.Logger, obj any) {
@@ -43,17 +65,22 @@ func (p *Plugin) onMemberDelete(_ klog.Logger, obj any) {
 	}
 }
 
-// onGroupChange keeps the group's status current and sends its pending
-// members back to the active queue: the PodGroup they waited for may now
-// exist or ask less. (The framework requeues them itself when it watches
-// PodGroups; it does only when they were served at start.)
-func (p *Plugin) onGroupChange(logger klog.Logger, obj any) {
+// onGroupChange keeps the group's status current and, when the PodGroup is
+// new or its spec changed, sends its pending members back to the active
+// queue: the PodGroup they waited for may now exist or ask less. (The
+// framework requeues them itself when it watches PodGroups; it does only
+// when they were served at start.) Changes of its status and annotations,
+// which the scheduler writes, requeue nothing.
+func (p *Plugin) onGroupChange(logger klog.Logger, old, obj any) {
 	pg, ok := obj.(*v1alpha1.PodGroup)
 	if !ok {
 		return
 	}
 	p.status.enqueue(groupKey(pg.Namespace, pg.Name))
-	p.activate(logger, pg.Namespace, pg.Name, "")
+	if specChanged(old, pg) {
+		p.resourcesChecked.forget(groupKey(pg.Namespace, pg.Name))
+		p.activate(logger, pg.Namespace, pg.Name, "")
+	}
 }
 
 func (p *Plugin) onGroupDelete(_ klog.Logger, obj any) {

@@ -163,8 +163,8 @@ func (p *Plugin) watch(logger klog.Logger) error {
 		return fmt.Errorf("watch member pods: %w", err)
 	}
 	_, err = p.groups.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { p.onGroupChange(logger, obj) },
-		UpdateFunc: func(_, obj any) { p.onGroupChange(logger, obj) },
+		AddFunc:    func(obj any) { p.onGroupChange(logger, nil, obj) },
+		UpdateFunc: func(old, obj any) { p.onGroupChange(logger, old, obj) },
 		DeleteFunc: func(obj any) { p.onGroupDelete(logger, obj) },
 	})
 	if err != nil {

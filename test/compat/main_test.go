@@ -27,9 +27,13 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/kubeversion"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
@@ -130,7 +134,18 @@ func runWithCluster(m *testing.M, logFile *os.File) int {
 	defer webhook.Stop()
 	// What helm install would run on this server: the chart rendered for
 	// its capabilities (image band, feature gates the band knows).
-	process, err := chartSchedulerProcess()
+	objs, err := chartObjects()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "render the chart for this API server:", err)
+		return 1
+	}
+	// The chart's CRDs (scheduler-plugins' PodGroup) come before the
+	// scheduler, as helm install applies them.
+	if err := installCRDs(ctx, objs); err != nil {
+		fmt.Fprintln(os.Stderr, "install the chart's CRDs:", err)
+		return 1
+	}
+	process, err := chartSchedulerProcess(objs)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "render the chart for this API server:", err)
 		return 1
@@ -159,22 +174,62 @@ func schedulerFor(m int) string {
 	return filepath.Join(*binDir, fmt.Sprintf("hami-scheduler-1.%d", band.Minor))
 }
 
-// chartSchedulerProcess is the hami-scheduler Deployment and configuration
-// of the chart rendered for the API server's capabilities.
-func chartSchedulerProcess() (localcluster.SchedulerProcessOptions, error) {
-	var opts localcluster.SchedulerProcessOptions
+// chartObjects are the chart's objects rendered for the API server's
+// capabilities.
+func chartObjects() ([]*unstructured.Unstructured, error) {
 	caps, err := manifestgen.ServerCapabilities(controlPlane.Client.Discovery())
 	if err != nil {
-		return opts, err
+		return nil, err
 	}
 	rendered, err := manifestgen.RenderFor(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), manifestgen.Namespace, nil, caps)
 	if err != nil {
-		return opts, err
+		return nil, err
 	}
-	objs, err := manifestgen.Decode(manifestgen.Documents(rendered))
+	return manifestgen.Decode(manifestgen.Documents(rendered))
+}
+
+// installCRDs creates the chart's CustomResourceDefinitions and waits until
+// the API server serves them.
+func installCRDs(ctx context.Context, objs []*unstructured.Unstructured) error {
+	client, err := apiextensionsclient.NewForConfig(controlPlane.Config)
 	if err != nil {
-		return opts, err
+		return err
 	}
+	for _, o := range objs {
+		if o.GetKind() != "CustomResourceDefinition" {
+			continue
+		}
+		crd := new(apiextensionsv1.CustomResourceDefinition)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, crd); err != nil {
+			return err
+		}
+		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return true, nil
+				}
+			}
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		}
+		fmt.Printf("compat: installed CRD %s\n", crd.Name)
+	}
+	return nil
+}
+
+// chartSchedulerProcess is the hami-scheduler Deployment and configuration
+// of the chart's objects.
+func chartSchedulerProcess(objs []*unstructured.Unstructured) (localcluster.SchedulerProcessOptions, error) {
+	var opts localcluster.SchedulerProcessOptions
 	for _, o := range objs {
 		switch {
 		case o.GetKind() == "Deployment" && o.GetName() == "hami-scheduler":

@@ -13,8 +13,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/kubeversion"
@@ -300,4 +302,73 @@ func TestNewestBuildNamesTheBand(t *testing.T) {
 	if exitErr == nil || !strings.Contains(output, want) {
 		t.Errorf("exit %v, output does not say %q:\n%s", exitErr, want, tail(output))
 	}
+}
+
+// A scheduler-plugins PodGroup (the chart's CRD) is placed all together or
+// not at all by the Coscheduling plugin of the band's build: three members
+// whose devices cannot fit together place none; two that can run.
+func TestGang(t *testing.T) {
+	e := newEnv(t, "gang", "2 nodes x 1 card of NVIDIA A100 40 GiB, split 10")
+	client, err := dynamic.NewForConfig(controlPlane.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := client.Resource(v1alpha1.Resource).Namespace(e.ns)
+	gang := func(name string, members int) []string {
+		pg := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "PodGroup",
+			"metadata": map[string]any{"name": name, "namespace": e.ns},
+			"spec":     map[string]any{"minMember": int64(members)},
+		}}
+		if _, err := groups.Create(t.Context(), pg, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create PodGroup %s: %v", name, err)
+		}
+		var names []string
+		for i := range members {
+			p := e.pod(fmt.Sprintf("%s-%d", name, i), gpu{cards: 1, memory: 30000})
+			p.Labels = map[string]string{v1alpha1.PodGroupLabel: name}
+			e.create(p)
+			names = append(names, p.Name)
+		}
+		return names
+	}
+	three := gang("three", 3)
+	e.eventually("FailedScheduling says the group's devices do not fit together", func() (bool, string) {
+		list, err := controlPlane.Client.CoreV1().Events(e.ns).List(t.Context(), metav1.ListOptions{
+			FieldSelector: "involvedObject.name=" + three[0] + ",reason=FailedScheduling",
+		})
+		if err != nil {
+			return false, err.Error()
+		}
+		var messages []string
+		for _, ev := range list.Items {
+			if strings.Contains(ev.Message, "cannot place its members' devices together") {
+				return true, ""
+			}
+			messages = append(messages, ev.Message)
+		}
+		return false, strings.Join(messages, "; ")
+	})
+	two := gang("two", 2)
+	for _, n := range two {
+		e.waitRunning(n)
+	}
+	for _, n := range three {
+		p, err := controlPlane.Client.CoreV1().Pods(e.ns).Get(t.Context(), n, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Spec.NodeName != "" {
+			t.Errorf("member %s of the group that cannot fit is bound to %s", n, p.Spec.NodeName)
+		}
+	}
+	e.checkAccounting()
+	e.eventually("PodGroup two Running", func() (bool, string) {
+		u, err := groups.Get(t.Context(), "two", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		return phase == string(v1alpha1.PodGroupRunning), phase
+	})
 }

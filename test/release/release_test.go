@@ -16,11 +16,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
@@ -113,6 +116,7 @@ func TestRelease(t *testing.T) {
 			e.delete("whole-1")
 			e.delete("whole-2")
 			quotaNamespace(e)
+			gang(e)
 			preemption(e)
 			nodeUpdate(e)
 			certificateRotation(e, r)
@@ -123,6 +127,67 @@ func TestRelease(t *testing.T) {
 				checkEveryGrantUsed(t, r, since)
 			}
 		})
+	}
+}
+
+// gang: a scheduler-plugins PodGroup (the chart's CRD) of ten members, the
+// last of which asks for a node label no node has yet: the nine others are
+// placed and wait for it (one member missing is within
+// podGroupRejectPercentage), their cards published on the PodGroup; once
+// a node has the label, the ten run together, the PodGroup's status says
+// Running and the published cards are gone.
+func gang(e *env) {
+	e.t.Helper()
+	client, err := dynamic.NewForConfig(controlPlane.Config)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	groups := client.Resource(v1alpha1.Resource).Namespace(e.ns)
+	pg := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "PodGroup",
+		"metadata": map[string]any{"name": "gang", "namespace": e.ns},
+		"spec":     map[string]any{"minMember": int64(10), "scheduleTimeoutSeconds": int64(120)},
+	}}
+	if _, err := groups.Create(e.ctx, pg, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	var names []string
+	for i := range 10 {
+		p := e.pod(fmt.Sprintf("gang-%d", i), 1, 3000, 0)
+		p.Labels = map[string]string{v1alpha1.PodGroupLabel: "gang"}
+		if i == 9 {
+			p.Spec.NodeSelector["gang.hami.io/last"] = "yes"
+		}
+		e.create(p)
+		names = append(names, p.Name)
+	}
+	e.eventually("the waiting members' cards published on the PodGroup", func() (bool, string) {
+		u, err := groups.Get(e.ctx, "gang", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		value, ok := u.GetAnnotations()[devices.GangReservationsAnnotation]
+		return ok, value
+	})
+	node := e.group + "-0"
+	patch := []byte(`{"metadata":{"labels":{"gang.hami.io/last":"yes"}}}`)
+	if _, err := controlPlane.Client.CoreV1().Nodes().Patch(e.ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, n := range names {
+		e.waitRunning(n)
+	}
+	e.eventually("PodGroup gang Running", func() (bool, string) {
+		u, err := groups.Get(e.ctx, "gang", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		phase, _, _ := unstructured.NestedString(u.Object, "status", "phase")
+		_, reserved := u.GetAnnotations()[devices.GangReservationsAnnotation]
+		return phase == "Running" && !reserved, fmt.Sprintf("phase %q, reservations still published: %t", phase, reserved)
+	})
+	for _, n := range names {
+		e.delete(n)
 	}
 }
 
