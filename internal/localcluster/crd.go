@@ -25,16 +25,32 @@ func InstallPodGroupCRD(ctx context.Context, cfg *rest.Config) error {
 	if err := yaml.UnmarshalStrict(manifests.PodGroupCRDYAML, &crd); err != nil {
 		return fmt.Errorf("manifests/podgroup-crd.yaml: %w", err)
 	}
+	return CreateCRD(ctx, cfg, &crd)
+}
+
+// CreateCRD creates the CustomResourceDefinition, unless the API server
+// has one of its name, and waits until it is served.
+func CreateCRD(ctx context.Context, cfg *rest.Config, crd *apiextensionsv1.CustomResourceDefinition) error {
+	client, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create CRD %s: %w", crd.Name, err)
+	}
+	return WaitCRDEstablished(ctx, cfg, crd.Name)
+}
+
+// WaitCRDEstablished waits, up to a minute, until the API server serves
+// the CustomResourceDefinition's resource (condition Established).
+func WaitCRDEstablished(ctx context.Context, cfg *rest.Config, name string) error {
 	client, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
 	crds := client.ApiextensionsV1().CustomResourceDefinitions()
-	if _, err := crds.Create(ctx, &crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create CRD %s: %w", crd.Name, err)
-	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := crds.Get(ctx, crd.Name, metav1.GetOptions{})
+		got, err := crds.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -46,7 +62,7 @@ func InstallPodGroupCRD(ctx context.Context, cfg *rest.Config) error {
 		return false, nil
 	})
 	if err != nil {
-		return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		return fmt.Errorf("CRD %s not established: %w", name, err)
 	}
 	return nil
 }

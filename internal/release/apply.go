@@ -4,18 +4,17 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
 
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
 )
 
@@ -77,32 +76,11 @@ func (r *Release) apply(ctx context.Context) error {
 			return fmt.Errorf("apply %s: %w", manifestgen.ObjectKey(o), err)
 		}
 		if o.GetKind() == "CustomResourceDefinition" {
-			if err := waitEstablished(ctx, ri, o.GetName()); err != nil {
+			// helm install waits for it before it applies the rest.
+			if err := localcluster.WaitCRDEstablished(ctx, r.cp.Config, o.GetName()); err != nil {
 				return err
 			}
 		}
-	}
-	return nil
-}
-
-// waitEstablished waits until the API server serves the CRD's resource,
-// as helm install does before it applies the rest.
-func waitEstablished(ctx context.Context, crds dynamic.ResourceInterface, name string) error {
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got, err := crds.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		conditions, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
-		for _, c := range conditions {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		return fmt.Errorf("CRD %s not established: %w", name, err)
 	}
 	return nil
 }

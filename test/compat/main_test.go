@@ -28,12 +28,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/kubeversion"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
@@ -191,10 +188,6 @@ func chartObjects() ([]*unstructured.Unstructured, error) {
 // installCRDs creates the chart's CustomResourceDefinitions and waits until
 // the API server serves them.
 func installCRDs(ctx context.Context, objs []*unstructured.Unstructured) error {
-	client, err := apiextensionsclient.NewForConfig(controlPlane.Config)
-	if err != nil {
-		return err
-	}
 	for _, o := range objs {
 		if o.GetKind() != "CustomResourceDefinition" {
 			continue
@@ -203,23 +196,8 @@ func installCRDs(ctx context.Context, objs []*unstructured.Unstructured) error {
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, crd); err != nil {
 			return err
 		}
-		if _, err := client.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create CRD %s: %w", crd.Name, err)
-		}
-		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			got, err := client.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, crd.Name, metav1.GetOptions{})
-			if err != nil {
-				return false, nil
-			}
-			for _, c := range got.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
-				}
-			}
-			return false, nil
-		})
-		if err != nil {
-			return fmt.Errorf("CRD %s not established: %w", crd.Name, err)
+		if err := localcluster.CreateCRD(ctx, controlPlane.Config, crd); err != nil {
+			return err
 		}
 		fmt.Printf("compat: installed CRD %s\n", crd.Name)
 	}
