@@ -55,7 +55,11 @@ func (p *Plugin) postFilter(ctx context.Context, pod *corev1.Pod, why string) (*
 	}
 	p.resourcesChecked.forget(key)
 	p.reservations.changed(key)
-	p.recordGroupEvent(pg, corev1.EventTypeWarning, reasonGangRejected, "Member %s fits no node (%s); %d placed members released their devices", klog.KObj(pod), why, released)
+	if released > 0 {
+		// Nothing to tell the group when none of it was placed: the
+		// member's own FailedScheduling says why.
+		p.recordGroupEvent(pg, corev1.EventTypeWarning, reasonGangRejected, "Member %s fits no node (%s); %d placed members released their devices", klog.KObj(pod), why, released)
+	}
 	logger.V(3).Info("PodGroup rejected", "podGroup", key, "pod", klog.KObj(pod), "released", released, "backoff", backoff)
 	return nil, fwk.NewStatus(fwk.Unschedulable, fmt.Sprintf("PodGroup %s rejected: member %s fits no node", key, klog.KObj(pod)))
 }

@@ -26,12 +26,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
+	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
@@ -283,6 +287,11 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		return nil, err
 	}
 	defer cp.Stop()
+	// The chart's PodGroup CRD, as a cluster has it before hami-scheduler
+	// starts: the gang settings (/gN) create PodGroups.
+	if err := localcluster.InstallPodGroupCRD(ctx, cp.Config); err != nil {
+		return nil, err
+	}
 
 	calls := &nodeCalls{devicePlugin: newAPICounter(), kubelet: newAPICounter()}
 	nodeSide := opts.NodeSide
@@ -340,10 +349,17 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 					}
 				}
 			}
-			// Every HAMi phase draws the same mix.
+			// Every HAMi phase draws the same mix; with sets (or gangs) of
+			// N, each N consecutive pods ask what the first draws.
 			rng := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x9e3779b97f4a7c15))
+			var drawn int
+			var request gpuRequest
 			if err := run(ph, args, func() []corev1.Container {
-				return []corev1.Container{container(mixedRequest(rng))}
+				if setting.Sets <= 1 || drawn%setting.Sets == 0 {
+					request = mixedRequest(rng)
+				}
+				drawn++
+				return []corev1.Container{container(request)}
 			}); err != nil {
 				return nil, err
 			}
@@ -417,7 +433,16 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 		specs[i] = corev1.PodSpec{SchedulerName: ph.Profile, Containers: containers()}
 	}
 	newPod := func(i int) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "p-" + strconv.Itoa(i)}, Spec: specs[i]}
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "p-" + strconv.Itoa(i)}, Spec: specs[i]}
+		if ph.Setting.Gang {
+			p.Labels = map[string]string{v1alpha1.PodGroupLabel: gangName(i, ph.Setting.Sets)}
+		}
+		return p
+	}
+	if ph.Setting.Gang {
+		if err := createPodGroups(ctx, cp.Config, namespace, ph.Pods, ph.Setting.Sets); err != nil {
+			return ph, nil, err
+		}
 	}
 	if ph.Arrival == Backlog {
 		fmt.Fprintf(progress, "%s: creating %d pods\n", ph.Name(), ph.Pods)
@@ -856,6 +881,31 @@ func createSteadily(ctx context.Context, client kubernetes.Interface, n int, rat
 	return first
 }
 
+// gangName names the PodGroup of pod i in gangs of size.
+func gangName(i, size int) string { return "g-" + strconv.Itoa(i/size) }
+
+// createPodGroups creates the PodGroups of pods in gangs of size (the last
+// may be smaller), each of minMember its size.
+func createPodGroups(ctx context.Context, cfg *rest.Config, namespace string, pods, size int) error {
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	groups := client.Resource(v1alpha1.Resource).Namespace(namespace)
+	for first := 0; first < pods; first += size {
+		members := min(size, pods-first)
+		pg := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1alpha1.SchemeGroupVersion.String(), "kind": "PodGroup",
+			"metadata": map[string]any{"name": gangName(first, size), "namespace": namespace},
+			"spec":     map[string]any{"minMember": int64(members)},
+		}}
+		if _, err := groups.Create(ctx, pg, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create PodGroup %s: %w", pg.GetName(), err)
+		}
+	}
+	return nil
+}
+
 // gpuRequest is one container's device limits.
 type gpuRequest struct {
 	cards, memory, percent, cores int64
@@ -893,7 +943,7 @@ func mixedRequest(rng *rand.Rand) gpuRequest {
 // Print writes the run as a table, one column per phase.
 func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "End-to-end: %s; %d pods per phase\n%s\n", r.Options.Nodes, r.Options.Pods, r.NodeSide)
-	fmt.Fprintln(w, "policy P: nodeSchedulerPolicy=P and gpuSchedulerPolicy=P, nodeQueueLimit as shipped; P/qN: nodeQueueLimit=N instead (0: none); time to Running from the scheduler's start (backlog) or the pod's creation (steady)")
+	fmt.Fprintln(w, "policy P: nodeSchedulerPolicy=P and gpuSchedulerPolicy=P, nodeQueueLimit as shipped; P/qN: nodeQueueLimit=N instead (0: none); P/gN: pods in gangs of N (a PodGroup each, members asking the same), P/sN: the same pods without gangs; time to Running from the scheduler's start (backlog) or the pod's creation (steady)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(name string, f func(Phase) string) {
 		fmt.Fprintf(tw, "%s\t", name)

@@ -26,11 +26,18 @@ type Setting struct {
 	// QueueWait is nodeQueueWait when SetQueueWait.
 	QueueWait    time.Duration
 	SetQueueWait bool
+	// Sets, when positive, draws one request for each Sets consecutive
+	// pods; with Gang they form a gang (a PodGroup of minMember Sets each),
+	// without it they are the same pods placed one by one.
+	Sets int
+	Gang bool
 }
 
 // String is "binpack" (the shipped queue bounds), "binpack/q2" with
 // nodeQueueLimit 2 and no nodeQueueWait ("binpack/q0": no bound, HAMi's
-// order), "binpack/w4s" with nodeQueueWait 4s, or both ("binpack/q10/w4s").
+// order), "binpack/w4s" with nodeQueueWait 4s, or both ("binpack/q10/w4s");
+// "/g4" makes the pods gangs of 4 (a scheduler-plugins PodGroup each, its
+// members asking the same), "/s4" the same pods without gangs.
 func (s Setting) String() string {
 	out := string(s.Policy)
 	if s.SetQueueLimit {
@@ -38,6 +45,13 @@ func (s Setting) String() string {
 	}
 	if s.SetQueueWait {
 		out += "/w" + s.QueueWait.String()
+	}
+	if s.Sets > 0 {
+		kind := "s"
+		if s.Gang {
+			kind = "g"
+		}
+		out += fmt.Sprintf("/%s%d", kind, s.Sets)
 	}
 	return out
 }
@@ -63,8 +77,14 @@ func ParseSetting(s string) (Setting, error) {
 				return Setting{}, fmt.Errorf("setting %q: queue wait %q: want a duration, 0s for none", s, part[1:])
 			}
 			out.QueueWait, out.SetQueueWait = d, true
+		case (strings.HasPrefix(part, "g") || strings.HasPrefix(part, "s")) && out.Sets == 0:
+			n, err := strconv.Atoi(part[1:])
+			if err != nil || n < 1 {
+				return Setting{}, fmt.Errorf("setting %q: %q: want a group size of at least 1", s, part)
+			}
+			out.Sets, out.Gang = n, part[0] == 'g'
 		default:
-			return Setting{}, fmt.Errorf("setting %q: %q: want /qN (nodeQueueLimit) or /wD (nodeQueueWait), each at most once", s, part)
+			return Setting{}, fmt.Errorf("setting %q: %q: want /qN (nodeQueueLimit), /wD (nodeQueueWait), /gN or /sN (gangs, or sets, of N), each at most once", s, part)
 		}
 	}
 	return out, nil

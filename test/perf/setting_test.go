@@ -46,6 +46,8 @@ func TestParseSetting(t *testing.T) {
 		{in: "binpack/q0", want: Setting{Policy: devices.NodeBinpack, SetQueueLimit: true}},
 		{in: "binpack/w4s", want: Setting{Policy: devices.NodeBinpack, QueueWait: 4 * time.Second, SetQueueWait: true}},
 		{in: "binpack/q10/w2.5s", want: Setting{Policy: devices.NodeBinpack, QueueLimit: 10, SetQueueLimit: true, QueueWait: 2500 * time.Millisecond, SetQueueWait: true}},
+		{in: "binpack/g4", want: Setting{Policy: devices.NodeBinpack, Sets: 4, Gang: true}},
+		{in: "spread/s8", want: Setting{Policy: devices.NodeSpread, Sets: 8}},
 		{in: "binpack/w-1s", wantErr: true},
 		{in: "binpack/q1/q2", wantErr: true},
 		{in: "binpack/x", wantErr: true},
