@@ -160,3 +160,61 @@ func TestFeatureGatesOfTheBand(t *testing.T) {
 		t.Errorf("1.33 with two gates: %q, want the gate 1.33 knows only", got)
 	}
 }
+
+// TestGangValues: gangs.inTree turns GenericWorkload on where the server
+// serves the in-tree PodGroup (1.37) and is refused below; without
+// Coscheduling the profile keeps PrioritySort and the chart neither
+// installs the CRD nor grants PodGroups; installCRD false leaves the CRD
+// out alone.
+func TestGangValues(t *testing.T) {
+	inTree := map[string]any{"gangs": map[string]any{"inTree": map[string]any{"enabled": true}}}
+	rendered, err := RenderFor(chartDir(), Namespace, inTree, KubeCapabilities(37))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := regexp.MustCompile(`--feature-gates=\S*`).FindString(rendered["templates/scheduler.yaml"]); got != "--feature-gates=NominatedNodeNameForExpectation=false,GenericWorkload=true" {
+		t.Errorf("gangs.inTree on 1.37: %q", got)
+	}
+	if _, err := RenderFor(chartDir(), Namespace, inTree, KubeCapabilities(36)); err == nil || !strings.Contains(err.Error(), "gangs.inTree needs Kubernetes 1.37") {
+		t.Errorf("gangs.inTree on 1.36: %v, want a refusal naming 1.37", err)
+	}
+
+	rendered, err = RenderFor(chartDir(), Namespace, nil, KubeCapabilities(37))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rendered["templates/podgroup-crd.yaml"], "podgroups.scheduling.x-k8s.io") ||
+		!strings.Contains(rendered["templates/scheduler-config.yaml"], "name: Coscheduling") ||
+		!strings.Contains(rendered["templates/scheduler.yaml"], "scheduling.x-k8s.io") {
+		t.Error("defaults: want the PodGroup CRD, Coscheduling in the profile and its RBAC")
+	}
+
+	off := map[string]any{"gangs": map[string]any{"coscheduling": map[string]any{"enabled": false}}}
+	rendered, err = RenderFor(chartDir(), Namespace, off, KubeCapabilities(37))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(rendered["templates/podgroup-crd.yaml"]) != "" ||
+		strings.Contains(rendered["templates/scheduler-config.yaml"], "Coscheduling") ||
+		strings.Contains(rendered["templates/scheduler.yaml"], "scheduling.x-k8s.io") {
+		t.Error("gangs.coscheduling off: the CRD, the plugin or its RBAC is still rendered")
+	}
+
+	noCRD := map[string]any{"gangs": map[string]any{"coscheduling": map[string]any{"installCRD": false}}}
+	rendered, err = RenderFor(chartDir(), Namespace, noCRD, KubeCapabilities(37))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(rendered["templates/podgroup-crd.yaml"]) != "" || !strings.Contains(rendered["templates/scheduler-config.yaml"], "name: Coscheduling") {
+		t.Error("installCRD false: want the plugin without the CRD")
+	}
+
+	args := map[string]any{"gangs": map[string]any{"coscheduling": map[string]any{"args": map[string]any{"permitWaitingTimeSeconds": 10}}}}
+	rendered, err = RenderFor(chartDir(), Namespace, args, KubeCapabilities(37))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rendered["templates/scheduler-config.yaml"], "permitWaitingTimeSeconds: 10") {
+		t.Error("gangs.coscheduling.args not in the Coscheduling pluginConfig")
+	}
+}
