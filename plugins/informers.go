@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
 )
 
 func (p *Plugin) onNodeAdd(logger klog.Logger, obj any) {
@@ -14,6 +16,7 @@ func (p *Plugin) onNodeAdd(logger klog.Logger, obj any) {
 		return
 	}
 	p.locker.NodeChanged(node.Name)
+	p.trackLock(logger, node)
 	p.setNode(logger, node)
 }
 
@@ -26,6 +29,9 @@ func (p *Plugin) onNodeUpdate(logger klog.Logger, oldObj, obj any) {
 	// Any new version may be the lock's release, or the version a waiting
 	// lock write conflicted with.
 	p.locker.NodeChanged(node.Name)
+	if old.Annotations[devices.NodeLock] != node.Annotations[devices.NodeLock] {
+		p.trackLock(logger, node)
+	}
 	if !p.cache.NodeChanged(old, node) {
 		return
 	}
@@ -56,6 +62,7 @@ func (p *Plugin) onNodeDelete(logger klog.Logger, obj any) {
 	}
 	if node, ok := obj.(*corev1.Node); ok {
 		p.locker.NodeChanged(node.Name)
+		p.lockHolders.set(node.Name, "")
 		p.cache.RemoveNode(node.Name)
 		p.queues.forgetNode(node.Name)
 		logger.V(4).Info("Node left the device cache", "node", klog.KObj(node))
@@ -69,6 +76,7 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 	}
 	if pod.Spec.NodeName != "" {
 		p.rejected.remove(pod.UID)
+		p.releaseLocksOf(logger, pod, false)
 	}
 	held := p.cache.HasAssignment(pod)
 	now := time.Now()
@@ -98,6 +106,7 @@ func (p *Plugin) onPodDelete(logger klog.Logger, obj any) {
 		p.waiting.remove(pod.UID)
 		p.fullPass.remove(pod.UID)
 		p.resumed.forget(pod.UID)
+		p.releaseLocksOf(logger, pod, true)
 		if p.cache.RemovePod(pod) {
 			logger.V(5).Info("Pod left the device cache", "pod", klog.KObj(pod))
 			p.retryRejected(logger, "a pod holding devices was deleted")

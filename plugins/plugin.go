@@ -54,6 +54,9 @@ type Plugin struct {
 	// resumed keeps the cards of gang members another scheduler process
 	// handed over and did not bind (resume.go).
 	resumed resumedHandOvers
+	// lockHolders indexes the node locks by their holder, to release
+	// those a killed scheduler process left (stalelocks.go).
+	lockHolders lockHolders
 }
 
 var (

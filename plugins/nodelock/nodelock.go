@@ -438,3 +438,33 @@ func sleep(ctx context.Context, d time.Duration, changed <-chan struct{}) error 
 		return nil
 	}
 }
+
+// ReleaseStale deletes the node's lock if it still reads value: a lock
+// whose holder can no longer hand over on this node (it is bound to
+// another, or gone), which nothing else would release before it expires.
+// It reads the API server and writes with the node's resourceVersion, so a
+// lock taken since is left alone. released is false when the lock had
+// changed already.
+func (l *Locker) ReleaseStale(ctx context.Context, nodeName, value string) (released bool, err error) {
+	for attempt := 0; attempt < 5; attempt++ {
+		node, err := l.getNode(ctx, nodeName)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("read node %s to release its stale lock: %w", nodeName, err)
+		}
+		if node.Annotations[devices.NodeLock] != value {
+			return false, nil
+		}
+		err = l.patchLock(ctx, node, "")
+		if err == nil {
+			l.remember(nodeName, "", "")
+			return true, nil
+		}
+		if !apierrors.IsConflict(err) {
+			return false, err
+		}
+	}
+	return false, fmt.Errorf("release stale lock on node %s: too many conflicting writers", nodeName)
+}
