@@ -154,6 +154,13 @@ func (p *Plugin) narrowable(s *cycleState, pod *corev1.Pod) bool {
 	if p.policyScored(s) || (pod.Spec.Priority != nil && *pod.Spec.Priority > 0) {
 		return false
 	}
+	return othersIgnorePods(pod)
+}
+
+// othersIgnorePods reports whether no other plugin's answer for the pod
+// depends on other pods, volumes or ports (narrowable's part that reads the
+// pod's spec alone).
+func othersIgnorePods(pod *corev1.Pod) bool {
 	spec := &pod.Spec
 	if a := spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
 		return false

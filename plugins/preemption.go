@@ -25,6 +25,7 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, podToSched
 	}
 	pod := fwk.PodOf(victim)
 	nodeName := nodeInfo.Node().Name
+	s.dropFit(nodeName)
 	s.mu.Lock()
 	if _, ok := s.nominated[nodeName][pod.UID]; ok {
 		delete(s.nominated[nodeName], pod.UID)
@@ -69,6 +70,7 @@ func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, podToSchedule
 	}
 	pod := fwk.PodOf(added)
 	node := nodeInfo.Node().Name
+	s.dropFit(node)
 	s.mu.Lock()
 	if _, ok := s.removed[node][pod.UID]; ok {
 		delete(s.removed[node], pod.UID)

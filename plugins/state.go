@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -108,8 +109,9 @@ type nodeFit struct {
 	// single backs assignments for the common one-vendor case.
 	single [1]devices.Assignment
 	// offered is set on the fits PreFilter made when it chose the
-	// candidates (candidates.go), on the cycle's own state: Filter keeps
-	// them. A clone (nominated pods, preemption) starts without fits.
+	// candidates (candidates.go): Filter keeps them. A simulation that
+	// changes a node's view drops its fit (dropFit), which Filter then
+	// computes afresh.
 	offered bool
 }
 
@@ -127,8 +129,11 @@ type nominatedHold struct {
 	blocked []bool
 }
 
-// Clone implements fwk.StateData. Filter results are per cycle, so a clone
-// starts with none; the simulation's removals and nominated pods are
+// Clone implements fwk.StateData. A clone keeps the cycle's fits (they are
+// never modified once recorded): opportunistic batching rescores a node
+// on a clone of the state its Filter ran on. AddPod and RemovePod drop the
+// fit of the node whose view they change (dropFit), so a simulation
+// re-filters that node. The simulation's removals and nominated pods are
 // deep-copied since AddPod/RemovePod change them.
 func (s *cycleState) Clone() fwk.StateData {
 	s.mu.Lock()
@@ -137,8 +142,11 @@ func (s *cycleState) Clone() fwk.StateData {
 		requests:   s.requests,
 		nodePolicy: s.nodePolicy,
 		narrowed:   s.narrowed,
-		fits:       make(map[string]*nodeFit, len(s.fits)),
+		fits:       maps.Clone(s.fits),
 		rejections: s.rejections,
+	}
+	if c.fits == nil {
+		c.fits = map[string]*nodeFit{}
 	}
 	if len(s.removed) > 0 {
 		c.removed = make(map[string]map[types.UID]devicecache.Holding, len(s.removed))
@@ -167,6 +175,14 @@ func (s *cycleState) setFit(node string, f *nodeFit) {
 	s.mu.Lock()
 	s.fits[node] = f
 	s.mu.Unlock()
+}
+
+// dropFit forgets Filter's decision on node: a simulation changed what
+// the node holds in this state.
+func (s *cycleState) dropFit(node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.fits, node)
 }
 
 func (s *cycleState) fit(node string) (*nodeFit, bool) {

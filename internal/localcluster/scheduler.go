@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
+	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
@@ -34,6 +36,13 @@ type SchedulerOptions struct {
 	// LeaderElection, if set, makes the scheduler one of several replicas:
 	// it schedules only while it holds the lease, as kube-scheduler does.
 	LeaderElection *LeaderElection
+	// Plugins are out-of-tree plugins a test adds beside HAMi's and
+	// Coscheduling, for Profile to enable.
+	Plugins frameworkruntime.Registry
+	// Profile, if set, changes the profiles (hami-scheduler's, then
+	// default-scheduler's) before the scheduler is built: a test's
+	// departure from the shipped configuration, in plain sight.
+	Profile func(*config.KubeSchedulerProfile)
 }
 
 // LeaderElection configures a replica's leader election on a Lease.
@@ -67,8 +76,8 @@ type Scheduler struct {
 }
 
 // registry is profile.Registry, keeping the plugin instance it builds.
-func (s *Scheduler) registry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{
+func (s *Scheduler) registry(extra frameworkruntime.Registry) frameworkruntime.Registry {
+	r := frameworkruntime.Registry{
 		plugins.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
 			p, err := plugins.New(ctx, obj, h)
 			if err == nil {
@@ -78,6 +87,8 @@ func (s *Scheduler) registry() frameworkruntime.Registry {
 		},
 		coscheduling.Name: coscheduling.New,
 	}
+	maps.Copy(r, extra)
+	return r
 }
 
 // Plugin is the running HAMi plugin, for tests that compare its device
@@ -94,6 +105,11 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	profiles, err := profile.Profiles(opts.Args, true)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Profile != nil {
+		for i := range profiles {
+			opts.Profile(&profiles[i])
+		}
 	}
 	c := rest.CopyConfig(cfg)
 	c.UserAgent = "hami-scheduler"
@@ -127,7 +143,7 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	s.Scheduler, err = scheduler.New(ctx, client, s.informers, s.dynamic, recorders,
 		scheduler.WithKubeConfig(c),
 		scheduler.WithProfiles(profiles...),
-		scheduler.WithFrameworkOutOfTreeRegistry(s.registry()))
+		scheduler.WithFrameworkOutOfTreeRegistry(s.registry(opts.Plugins)))
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("create scheduler: %w", err)
