@@ -50,6 +50,9 @@ func (r *reservationPublisher) changed(key string) {
 const settleDelay = time.Second
 
 func (r *reservationPublisher) run(ctx context.Context) {
+	// Its delaying goroutines end with it, also when the PodGroups are
+	// never served and the informer never syncs.
+	defer r.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), r.p.groups.informer.HasSynced) {
 		return
 	}

@@ -41,6 +41,9 @@ func (u *statusUpdater) enqueue(key string) {
 }
 
 func (u *statusUpdater) run(ctx context.Context) {
+	// Its delaying goroutines end with it, also when the PodGroups are
+	// never served and the informer never syncs.
+	defer u.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), u.p.groups.informer.HasSynced, u.p.members.informer.HasSynced) {
 		return
 	}
