@@ -28,7 +28,7 @@ BENCH_ARGS  ?=
 COMPAT_VERSIONS ?= v1.28.15 v1.29.6 v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2
 COMPAT_SMOKE    ?= v1.34.4 v1.31.14 v1.28.15
 
-.PHONY: all build test test-unit test-race bench bench-e2e bench-scale run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests
+.PHONY: all build test test-unit test-race bench bench-e2e bench-scale run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests bench-upstream test-upstream
 
 all: build
 
@@ -137,6 +137,27 @@ verify-generate:
 # The chaos suite on the in-process control plane: 10 seeds (make test runs
 # one, the short variant); CHAOS_SEED=n replays one seed.
 CHAOS_SEEDS ?= 10
+# kube-scheduler's scheduler_perf with the HAMi and Coscheduling plugins
+# compiled in (test/upstream, build tag upstream): upstream's workloads,
+# each with the shipped profile and without the HAMi plugin, side by side.
+# etcd is built from Go modules (hack/etcd). BENCH_UPSTREAM is -bench's
+# pattern; BENCH_UPSTREAM_ARGS e.g. -topics=misc -variants=hami,plain.
+BENCH_UPSTREAM ?= BenchmarkUpstream
+BENCH_UPSTREAM_ARGS ?=
+UPSTREAM_DATA ?= $(CURDIR)/$(BIN)/bench-upstream
+bench-upstream: $(BIN)/etcd
+	mkdir -p $(UPSTREAM_DATA)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(GO) test -tags upstream -run '^$$' -bench '$(BENCH_UPSTREAM)' -benchtime 1x -timeout 600m ./test/upstream -args -data-items-dir=$(UPSTREAM_DATA) $(BENCH_UPSTREAM_ARGS)
+
+# scheduler_perf's integration-test cases (its smallest sizes) of the same
+# topics, with and without HAMi.
+test-upstream: $(BIN)/etcd
+	mkdir -p $(UPSTREAM_DATA)
+	PATH=$(CURDIR)/$(BIN):$$PATH $(GO) test -tags upstream -run '^$$' -bench BenchmarkUpstream -benchtime 1x -timeout 60m ./test/upstream -args -data-items-dir=$(UPSTREAM_DATA) -perf-scheduling-label-filter=integration-test,short $(BENCH_UPSTREAM_ARGS)
+
+$(BIN)/etcd: FORCE
+	$(GO) build -o $@ ./hack/etcd
+
 test-chaos:
 	$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' ./test/e2e -args -chaos-seeds=$(CHAOS_SEEDS) $(if $(CHAOS_SEED),-chaos-seed=$(CHAOS_SEED))
 
