@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -82,7 +83,10 @@ func (p *Plugin) trackLock(logger klog.Logger, node *corev1.Node) {
 	if holder == "" || p.pods == nil {
 		return
 	}
-	ns, name := splitKey(holder)
+	ns, name, err := cache.SplitMetaNamespaceKey(holder)
+	if err != nil {
+		return
+	}
 	pod, err := p.pods.Pods(ns).Get(name)
 	if err != nil || pod.Spec.NodeName == "" || pod.Spec.NodeName == node.Name {
 		return
@@ -91,7 +95,7 @@ func (p *Plugin) trackLock(logger klog.Logger, node *corev1.Node) {
 }
 
 // releaseLocksOf releases the locks naming the pod on nodes other than
-// the one it is bound to ("" when it was deleted).
+// the one it is bound to, or all of them when it was deleted.
 func (p *Plugin) releaseLocksOf(logger klog.Logger, pod *corev1.Pod, deleted bool) {
 	for node, value := range p.lockHolders.of(pod.Namespace + "/" + pod.Name) {
 		switch {
@@ -117,13 +121,4 @@ func (p *Plugin) releaseStaleLock(logger klog.Logger, node, value, why string) {
 			logger.Info("Released a stale node lock", "node", node, "lock", value, "reason", why)
 		}
 	}()
-}
-
-func splitKey(key string) (namespace, name string) {
-	for i := 0; i < len(key); i++ {
-		if key[i] == '/' {
-			return key[:i], key[i+1:]
-		}
-	}
-	return "", key
 }

@@ -380,30 +380,40 @@ func (l *Locker) notTheHolder(holder *corev1.Pod, node, value string, taken time
 func (l *Locker) Release(ctx context.Context, nodeName string, pod *corev1.Pod) error {
 	// Release runs only when a hand-over fails: it reads the API server, not
 	// the informer, which may not show the lock this Locker just wrote.
+	_, err := l.deleteLockIf(ctx, nodeName, "release its lock", func(value string) bool {
+		if _, ns, name, err := Parse(value); err != nil || ns != pod.Namespace || name != pod.Name {
+			return false
+		}
+		uid, ok := l.wroteFor(nodeName, value)
+		return ok && uid == pod.UID
+	})
+	return err
+}
+
+// deleteLockIf deletes the node's lock, as the API server has it, when
+// there is one and match says it is the one to delete; a write that
+// conflicts with another writer is retried on the node read afresh. what
+// names the operation in errors.
+func (l *Locker) deleteLockIf(ctx context.Context, nodeName, what string, match func(value string) bool) (deleted bool, err error) {
 	for attempt := 0; attempt < 5; attempt++ {
 		node, err := l.getNode(ctx, nodeName)
 		if err != nil {
-			return fmt.Errorf("read node %s to release its lock: %w", nodeName, err)
+			return false, fmt.Errorf("read node %s to %s: %w", nodeName, what, err)
 		}
 		value, held := node.Annotations[devices.NodeLock]
-		if !held {
-			return nil
-		}
-		if _, ns, name, err := Parse(value); err != nil || ns != pod.Namespace || name != pod.Name {
-			return nil
-		}
-		if uid, ok := l.wroteFor(nodeName, value); !ok || uid != pod.UID {
-			return nil
+		if !held || !match(value) {
+			return false, nil
 		}
 		err = l.patchLock(ctx, node, "")
 		if err == nil {
 			l.remember(nodeName, "", "")
+			return true, nil
 		}
-		if err == nil || !apierrors.IsConflict(err) {
-			return err
+		if !apierrors.IsConflict(err) {
+			return false, err
 		}
 	}
-	return fmt.Errorf("release lock on node %s: too many conflicting writers", nodeName)
+	return false, fmt.Errorf("%s on node %s: too many conflicting writers", what, nodeName)
 }
 
 // patchLock writes (or, for "", deletes) the lock with a merge patch that
@@ -446,25 +456,9 @@ func sleep(ctx context.Context, d time.Duration, changed <-chan struct{}) error 
 // lock taken since is left alone. released is false when the lock had
 // changed already.
 func (l *Locker) ReleaseStale(ctx context.Context, nodeName, value string) (released bool, err error) {
-	for attempt := 0; attempt < 5; attempt++ {
-		node, err := l.getNode(ctx, nodeName)
-		if apierrors.IsNotFound(err) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("read node %s to release its stale lock: %w", nodeName, err)
-		}
-		if node.Annotations[devices.NodeLock] != value {
-			return false, nil
-		}
-		err = l.patchLock(ctx, node, "")
-		if err == nil {
-			l.remember(nodeName, "", "")
-			return true, nil
-		}
-		if !apierrors.IsConflict(err) {
-			return false, err
-		}
+	released, err = l.deleteLockIf(ctx, nodeName, "release its stale lock", func(v string) bool { return v == value })
+	if apierrors.IsNotFound(err) {
+		return false, nil
 	}
-	return false, fmt.Errorf("release stale lock on node %s: too many conflicting writers", nodeName)
+	return released, err
 }

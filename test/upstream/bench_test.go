@@ -32,7 +32,7 @@ func registry() frameworkruntime.Registry {
 // integration-test for the integration cases) and -bench's pattern, e.g.
 // 'BenchmarkUpstream/misc/.*/SchedulingBasic/5000Nodes_10000Pods$'.
 func BenchmarkUpstream(b *testing.B) {
-	dir := scheduledPerfDir(b)
+	dir := schedulerPerfDir(b)
 	out := b.TempDir()
 	for _, topic := range strings.Split(*topics, ",") {
 		b.Run(topic, func(b *testing.B) {
@@ -50,9 +50,9 @@ func BenchmarkUpstream(b *testing.B) {
 	printFigures(b)
 }
 
-// scheduledPerfDir is -upstream-dir, else scheduler_perf in the module
+// schedulerPerfDir is -upstream-dir, else scheduler_perf in the module
 // go.mod pins.
-func scheduledPerfDir(b *testing.B) string {
+func schedulerPerfDir(b *testing.B) string {
 	if *upstreamDir != "" {
 		return *upstreamDir
 	}
