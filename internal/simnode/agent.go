@@ -415,12 +415,15 @@ func (a *Agent) podDeleted(pod *corev1.Pod) {
 	})
 }
 
-// Stop ends the agent and waits for its goroutines.
+// Stop ends the agent, waits for its goroutines and closes its clients'
+// idle connections.
 func (a *Agent) Stop() {
 	if a.cancel != nil {
 		a.cancel()
 	}
 	a.done.Wait()
+	a.devicePlugins.http.CloseIdleConnections()
+	a.kubelets.http.CloseIdleConnections()
 }
 
 func (a *Agent) processNext(ctx context.Context) bool {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 	"text/tabwriter"
+	"time"
 
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
@@ -32,22 +33,72 @@ func registry() frameworkruntime.Registry {
 // integration-test for the integration cases) and -bench's pattern, e.g.
 // 'BenchmarkUpstream/misc/.*/SchedulingBasic/5000Nodes_10000Pods$'.
 func BenchmarkUpstream(b *testing.B) {
-	dir := schedulerPerfDir(b)
-	out := b.TempDir()
+	out, started := b.TempDir(), time.Now()
 	for _, topic := range strings.Split(*topics, ",") {
-		b.Run(topic, func(b *testing.B) {
-			for _, v := range strings.Split(*variants, ",") {
-				b.Run(v, func(b *testing.B) {
-					cases, err := writeCases(filepath.Join(dir, topic), out, variant(v))
+		// A topic in a subdirectory (podgroup/gangscheduling) runs as one
+		// level of names (podgroup-gangscheduling).
+		name := strings.ReplaceAll(topic, "/", "-")
+		b.Run(name, func(b *testing.B) {
+			dir, opts := topicDir(b, topic), topicOptions(topic)
+			for _, v := range topicVariants(topic) {
+				b.Run(string(v), func(b *testing.B) {
+					cases, err := writeCases(dir, out, name, v)
 					if err != nil {
 						b.Fatal(err)
 					}
-					perf.RunBenchmarkPerfScheduling(b, cases, topic+"-"+v, registry())
+					perf.RunBenchmarkPerfScheduling(b, cases, name+"-"+string(v), registry(), opts...)
 				})
 			}
 		})
 	}
-	printFigures(b)
+	printFigures(b, started)
+}
+
+// Topics of this package (topics/<name>), run beside upstream's: devices
+// is HAMi's own workloads, run with the shipped profile only (without the
+// HAMi plugin its pods' cards would be counted by NodeResourcesFit alone,
+// which places them wrongly); batched is SchedulingBasic with
+// opportunistic batching able to apply.
+const (
+	devicesTopic = "devices"
+	localTopics  = "topics"
+)
+
+// topicDir is the directory holding the topic's performance-config.yaml:
+// this package's (topics/<topic>) if it has one, else upstream's in
+// scheduler_perf.
+func topicDir(b *testing.B, topic string) string {
+	local, err := filepath.Abs(filepath.Join(localTopics, topic))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(local, "performance-config.yaml")); err == nil {
+		return local
+	}
+	return filepath.Join(schedulerPerfDir(b), topic)
+}
+
+// topicOptions are the suite hooks the topic's cases need: HAMi's node
+// side for HAMi's workloads (nodeSideOptions), the CPU profile's reading
+// for every topic (cpuOptions).
+func topicOptions(topic string) []perf.SchedulerPerfOption {
+	opts := cpuOptions()
+	if topic == devicesTopic {
+		opts = append(opts, nodeSideOptions()...)
+	}
+	return opts
+}
+
+// topicVariants are the variants (-variants) the topic runs with.
+func topicVariants(topic string) []variant {
+	var out []variant
+	for _, v := range strings.Split(*variants, ",") {
+		if topic == devicesTopic && variant(v) != withHAMi {
+			continue
+		}
+		out = append(out, variant(v))
+	}
+	return out
 }
 
 // schedulerPerfDir is -upstream-dir, else scheduler_perf in the module
@@ -66,13 +117,16 @@ func schedulerPerfDir(b *testing.B) string {
 // figures are one workload's results in one variant.
 type figures struct {
 	podsPerSecond, attemptP99 float64
+	// sliP99 is the pods' scheduling SLI duration's p99 (first attempt to
+	// bound), where the case collects it.
+	sliP99 float64
 }
 
 // printFigures reads the data items scheduler_perf wrote (-data-items-dir)
-// and prints, per workload, pods/s (SchedulingThroughput's average) and
-// the scheduling attempt's p99 of each variant, and HAMi's pods/s as a
-// share of plain's.
-func printFigures(b *testing.B) {
+// and prints, per workload, pods/s (SchedulingThroughput's average), the
+// scheduling attempt's p99 and the scheduler's CPU per pod (cpu_test.go)
+// of each variant, and HAMi's pods/s as a share of plain's.
+func printFigures(b *testing.B, since time.Time) {
 	dir := flagValue("data-items-dir")
 	if dir == "" {
 		b.Log("no -data-items-dir: no side-by-side table")
@@ -81,6 +135,9 @@ func printFigures(b *testing.B) {
 	files, _ := filepath.Glob(filepath.Join(dir, "BenchmarkUpstream_*.json"))
 	results := map[string]map[variant]figures{}
 	for _, f := range files {
+		if info, err := os.Stat(f); err != nil || info.ModTime().Before(since) {
+			continue // an earlier run's
+		}
 		data, err := os.ReadFile(f)
 		if err != nil {
 			b.Fatal(err)
@@ -100,6 +157,8 @@ func printFigures(b *testing.B) {
 				fig.podsPerSecond = item.Data["Average"]
 			case item.Labels["Metric"] == "scheduler_scheduling_attempt_duration_seconds" && item.Labels["result"] == "scheduled":
 				fig.attemptP99 = item.Data["Perc99"]
+			case item.Labels["Metric"] == "scheduler_pod_scheduling_sli_duration_seconds":
+				fig.sliP99 = item.Data["Perc99"]
 			default:
 				continue
 			}
@@ -113,17 +172,29 @@ func printFigures(b *testing.B) {
 	sort.Strings(names)
 	var sb strings.Builder
 	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "workload\tpods/s HAMi\tpods/s plain\tHAMi/plain\tattempt p99 HAMi (ms)\tattempt p99 plain (ms)\t")
+	fmt.Fprintln(w, "workload\tpods/s HAMi\tpods/s plain\tHAMi/plain\tattempt p99 HAMi (ms)\tattempt p99 plain (ms)\tSLI p99 HAMi (ms)\tscheduler CPU/pod HAMi (ms)\tscheduler CPU/pod plain (ms)\t")
+	cpuMu.Lock()
+	defer cpuMu.Unlock()
 	for _, n := range names {
 		h, p := results[n][withHAMi], results[n][withoutHAMi]
 		ratio := "-"
 		if p.podsPerSecond > 0 && h.podsPerSecond > 0 {
 			ratio = fmt.Sprintf("%.1f%%", 100*h.podsPerSecond/p.podsPerSecond)
 		}
-		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t\n", n, h.podsPerSecond, p.podsPerSecond, ratio, h.attemptP99, p.attemptP99)
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", n, h.podsPerSecond, p.podsPerSecond, ratio, h.attemptP99, p.attemptP99, h.sliP99,
+			milliseconds(cpuPerPod[n], withHAMi), milliseconds(cpuPerPod[n], withoutHAMi))
 	}
 	w.Flush()
 	fmt.Print("\n" + sb.String())
+}
+
+// milliseconds is the variant's CPU per pod in ms, "-" when not measured.
+func milliseconds(perPod map[variant]float64, v variant) string {
+	s, ok := perPod[v]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", 1000*s)
 }
 
 // workloadOf splits a data item's name,

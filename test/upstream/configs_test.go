@@ -141,11 +141,12 @@ func deepCopy(o object) (object, error) {
 	return c, yaml.Unmarshal(data, &c)
 }
 
-// writeCases writes the topic's test cases (upstream's YAML in topicDir)
-// for the variant into dir and returns the file: every relative path made
+// writeCases writes the topic's test cases (the YAML in topicDir) for the
+// variant into dir and returns the file: every relative path made
 // absolute (templates stay where upstream has them), and each case's
-// scheduler configuration replaced by the variant's (schedulerConfig).
-func writeCases(topicDir, dir string, v variant) (string, error) {
+// scheduler configuration replaced by the variant's (schedulerConfig), and
+// its measured op profiled (profileMeasuredOp).
+func writeCases(topicDir, dir, topic string, v variant) (string, error) {
 	data, err := os.ReadFile(filepath.Join(topicDir, "performance-config.yaml"))
 	if err != nil {
 		return "", err
@@ -169,12 +170,14 @@ func writeCases(topicDir, dir string, v variant) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%s: %v: %w", topicDir, tc["name"], err)
 		}
-		cfgPath := filepath.Join(dir, fmt.Sprintf("scheduler-config-%d-%s.yaml", i, v))
+		cfgPath := filepath.Join(dir, fmt.Sprintf("scheduler-config-%s-%d-%s.yaml", topic, i, v))
 		if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 			return "", err
 		}
 		absolutePaths(tc, topicDir)
 		tc["schedulerConfigPath"] = cfgPath
+		name, _ := tc["name"].(string)
+		profileMeasuredOp(tc, strings.Join([]string{topic, string(v), name}, "/"))
 		// Upstream's floors (e.g. SchedulingBasic's 680 pods/s) are for
 		// its CI machines and kube-scheduler's default profile, which
 		// scores a sample of a large cluster's nodes; the figures here are
@@ -189,19 +192,32 @@ func writeCases(topicDir, dir string, v variant) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, fmt.Sprintf("performance-config-%s.yaml", v))
+	path := filepath.Join(dir, fmt.Sprintf("performance-config-%s-%s.yaml", topic, v))
 	return path, os.WriteFile(path, out, 0o644)
 }
 
 // absolutePaths rewrites, at any depth, the relative paths (keys ending in
-// Path) as paths under dir.
+// Path, and the lists of keys ending in Paths, e.g. churn's templatePaths)
+// as paths under dir.
 func absolutePaths(v any, dir string) {
 	switch t := v.(type) {
 	case object:
 		for k, val := range t {
-			if s, ok := val.(string); ok && strings.HasSuffix(k, "Path") && s != "" && !filepath.IsAbs(s) {
-				t[k] = filepath.Join(dir, s)
-				continue
+			switch {
+			case strings.HasSuffix(k, "Path"):
+				if s, ok := val.(string); ok {
+					t[k] = absolute(s, dir)
+					continue
+				}
+			case strings.HasSuffix(k, "Paths"):
+				if l, ok := val.([]any); ok {
+					for i, e := range l {
+						if s, ok := e.(string); ok {
+							l[i] = absolute(s, dir)
+						}
+					}
+					continue
+				}
 			}
 			absolutePaths(val, dir)
 		}
@@ -210,4 +226,12 @@ func absolutePaths(v any, dir string) {
 			absolutePaths(e, dir)
 		}
 	}
+}
+
+// absolute is path under dir unless it is empty or absolute already.
+func absolute(path, dir string) string {
+	if path == "" || filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(dir, path)
 }
