@@ -149,8 +149,8 @@ bench-upstream: $(BIN)/etcd
 	mkdir -p $(UPSTREAM_DATA)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(GO) test -tags upstream -run '^$$' -bench '$(BENCH_UPSTREAM)' -benchtime 1x -timeout 600m ./test/upstream -args -data-items-dir=$(UPSTREAM_DATA) $(BENCH_UPSTREAM_ARGS)
 
-# scheduler_perf's integration-test cases (its smallest sizes) of the same
-# topics, with and without HAMi.
+# scheduler_perf's integration-test,short cases (its smallest sizes) of
+# the same topics, with and without HAMi, and HAMi's own; CI runs it.
 test-upstream: $(BIN)/etcd
 	mkdir -p $(UPSTREAM_DATA)
 	PATH=$(CURDIR)/$(BIN):$$PATH $(GO) test -tags upstream -run '^$$' -bench BenchmarkUpstream -benchtime 1x -timeout 60m ./test/upstream -args -data-items-dir=$(UPSTREAM_DATA) -perf-scheduling-label-filter=integration-test,short $(BENCH_UPSTREAM_ARGS)
