@@ -1,7 +1,7 @@
 # Multi-stage build of hami-scheduler and hami-webhook as static binaries
 # in one small, non-root image.
 # One image per band of Kubernetes minors, tagged <version>-k8s<minor>
-# (README, Compatibility):
+# (docs/compatibility.md):
 #   docker build -t hami-scheduler:0.1.0-k8s1.37 --build-arg K8S_MINOR=1.37 --build-arg GIT_COMMIT=$(git rev-parse --short HEAD) .
 FROM golang:1.26-bookworm AS build
 WORKDIR /src

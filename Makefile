@@ -21,6 +21,9 @@ BENCH_NODES ?= 200
 BENCH_PODS  ?= 1000
 # More flags for test/perf, e.g. BENCH_ARGS="-node-side=fast -policies=binpack -arrivals=backlog".
 BENCH_ARGS  ?=
+# Where make bench-e2e writes its figures as JSON (internal/benchfigures),
+# which make plots draws.
+BENCH_RESULTS ?= _output/bench/figures.json
 
 # Kubernetes releases the compatibility suite runs against: the newest
 # patch of every minor the builds serve (make test-compat), and in CI one
@@ -28,7 +31,7 @@ BENCH_ARGS  ?=
 COMPAT_VERSIONS ?= v1.28.15 v1.29.6 v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2
 COMPAT_SMOKE    ?= v1.34.4 v1.31.14 v1.28.15
 
-.PHONY: all build test test-unit test-race bench bench-e2e bench-scale run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests bench-upstream test-upstream
+.PHONY: all build test test-unit test-race bench bench-e2e bench-scale bench-rates plots run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests bench-upstream test-upstream
 
 all: build
 
@@ -108,7 +111,7 @@ bench:
 
 # End-to-end throughput on the in-process control plane (test/perf).
 bench-e2e:
-	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 120m -ldflags '$(TEST_LDFLAGS)' ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS) $(BENCH_ARGS)
+	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -timeout 120m -ldflags '$(TEST_LDFLAGS)' ./test/perf -args -nodes=$(BENCH_NODES) -pods=$(BENCH_PODS) -results=$(abspath $(BENCH_RESULTS)) $(BENCH_ARGS)
 
 # The scale run of docs/benchmarks.md: 200, 1,000 and 2,000 nodes x 8 cards
 # one after the other, steady arrivals at 30 pods/s (about 50 minutes on 2
@@ -116,6 +119,22 @@ bench-e2e:
 bench-scale:
 	$(MAKE) bench-e2e BENCH_NODES=200,1000,2000 BENCH_PODS=1000,2000,4000 \
 		BENCH_ARGS="-policies=binpack,binpack/q0,binpack/q20,spread -arrivals=backlog,steady -rate=30 $(BENCH_ARGS)"
+
+# p99 to Running against the arrival rate: 200 nodes x 8 cards, steady
+# arrivals at 10 to 50 pods/s with binpack as shipped, HAMi's order and
+# spread (15 phases of 1,000 pods and the baseline).
+bench-rates:
+	$(MAKE) bench-e2e BENCH_NODES=200 BENCH_PODS=1000 \
+		BENCH_ARGS="-policies=binpack,binpack/q0,spread -arrivals=steady -rate=10,20,30,40,50 $(BENCH_ARGS)"
+
+# docs/plots/*.svg from the figures in docs/plots/data (a run's
+# $(BENCH_RESULTS), copied there with its title and source, or a
+# transcription of a published table). PLOTS_DATA and PLOTS_OUT draw
+# others, e.g. PLOTS_DATA=_output/bench PLOTS_OUT=_output/bench.
+PLOTS_DATA ?= docs/plots/data
+PLOTS_OUT  ?= docs/plots
+plots:
+	$(GO) run ./hack/plots -data $(PLOTS_DATA) -out $(PLOTS_OUT)
 
 lint: vet fmt verify-generate layout
 

@@ -97,8 +97,8 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 // plugin must find it among the node's pods: AMD's plugin then refuses it
 // ("lock is missing before CU allocation commit"), and the others may
 // take whichever pod another scheduler locked the node for meanwhile.
-// With the lock the plugin finds the pod as its holder (README,
-// Compatibility).
+// With the lock the plugin finds the pod as its holder (docs/vendors.md,
+// "Vendors' device plugins").
 func sharedLockAsks(vendors []devices.Vendor, requests []devices.PodRequest) bool {
 	for i := range requests {
 		if i < len(vendors) {

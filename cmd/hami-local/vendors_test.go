@@ -72,28 +72,32 @@ func TestVendorSetup(t *testing.T) {
 	}
 }
 
-// The READMEs' mixed-cluster command is simnode.EveryVendorSpec, on which
-// TestEveryVendor runs the vendor examples.
-func TestREADMEMixedCluster(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+// localClusterDoc is the page about make run, relative to this package.
+const localClusterDoc = "../../docs/local-cluster.md"
+
+// The local cluster page's mixed-cluster command is
+// simnode.EveryVendorSpec, on which TestEveryVendor runs the vendor
+// examples.
+func TestDocsMixedCluster(t *testing.T) {
+	data, err := os.ReadFile(localClusterDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := `make run RUN_ARGS='-nodes "` + simnode.EveryVendorSpec + `"'`; !strings.Contains(string(data), want) {
-		t.Errorf("README.md lacks the mixed-cluster command\n%s", want)
+		t.Errorf("%s lacks the mixed-cluster command\n%s", localClusterDoc, want)
 	}
 }
 
-// The README's table of model words: each row's example picks the row's
-// vendor, and every vendor has a row.
-func TestREADMEModelWords(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+// The local cluster page's table of model words: each row's example
+// picks the row's vendor, and every vendor has a row.
+func TestDocsModelWords(t *testing.T) {
+	data, err := os.ReadFile(localClusterDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, table, ok := strings.Cut(string(data), "| vendor | model words | e.g. |\n|---|---|---|\n")
 	if !ok {
-		t.Fatal("README.md has no table of model words")
+		t.Fatalf("%s has no table of model words", localClusterDoc)
 	}
 	table, _, _ = strings.Cut(table, "\n\n")
 	// label of each vendor config name, from "label (name): words".

@@ -38,15 +38,16 @@ func main() {
 }
 
 // newCommand is kube-scheduler's command with the HAMi plugin registered
-// and a check of the --config file's HAMi args that runs before the
-// scheduler starts: kube-scheduler validates only its in-tree plugins'
-// args, and would otherwise report ours only when it builds its profiles,
-// after its API client (so not at all without a kubeconfig), and without
-// the field path. Before that, the scheduler reads the API server's
-// version and emulates its minor (withServerEmulation).
+// and a check of the --config file's HAMi args that runs first, before
+// anything contacts the API server: kube-scheduler validates only its
+// in-tree plugins' args, and would otherwise report ours only when it
+// builds its profiles, after its API client (so not at all without a
+// kubeconfig), and without the field path. After the check, the scheduler
+// reads the API server's version and emulates its minor
+// (withServerEmulation), then sets its feature gates.
 func newCommand() *cobra.Command {
 	plugins.RegisterMetrics()
-	return withServerEmulation(withMetricsListener(withConfigCheck(app.NewSchedulerCommand(
+	return withConfigCheck(withServerEmulation(withMetricsListener(app.NewSchedulerCommand(
 		app.WithPlugin(plugins.Name, plugins.New),
 		app.WithPlugin(coscheduling.Name, coscheduling.New)))))
 }
@@ -105,10 +106,13 @@ func serveMetrics(addr string) (net.Addr, error) {
 }
 
 // withConfigCheck runs checkConfigFile on the --config file, if any,
-// before cmd's own PreRunE.
+// before cmd's own PersistentPreRunE (and so before its PreRunE): applied
+// last, it runs before every other hook, the API server's version read
+// (withServerEmulation) included, so that a bad arg is named at once
+// whether or not the server answers.
 func withConfigCheck(cmd *cobra.Command) *cobra.Command {
-	preRunE := cmd.PreRunE
-	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+	preRunE := cmd.PersistentPreRunE
+	cmd.PersistentPreRunE = func(c *cobra.Command, args []string) error {
 		if f := c.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
 			if err := checkConfigFile(f.Value.String()); err != nil {
 				return err

@@ -246,9 +246,10 @@ func TestNoConfigFlag(t *testing.T) {
 	}
 }
 
-// TestPreRunEOnly is the check on its own, as a kubeconfig-less command
-// would run it: flags parsed, PreRunE called, nothing else.
-func TestPreRunEOnly(t *testing.T) {
+// TestPreRunHooksOnly is the check on its own, as a kubeconfig-less
+// command would run it: flags parsed, the pre-run hooks called, nothing
+// else.
+func TestPreRunHooksOnly(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		args    string
@@ -264,41 +265,50 @@ func TestPreRunEOnly(t *testing.T) {
 			if err := cmd.ParseFlags([]string{"--config", file}); err != nil {
 				t.Fatal(err)
 			}
-			err := cmd.PreRunE(cmd, nil)
+			err := cmd.PersistentPreRunE(cmd, nil)
+			if err == nil {
+				err = cmd.PreRunE(cmd, nil)
+			}
 			if tt.wantErr == "" {
 				if err != nil {
-					t.Fatalf("PreRunE: %v", err)
+					t.Fatalf("pre-run hooks: %v", err)
 				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("PreRunE error = %v, want one containing %q", err, tt.wantErr)
+				t.Fatalf("pre-run hooks' error = %v, want one containing %q", err, tt.wantErr)
 			}
 		})
 	}
 }
 
-// TestWithConfigCheckKeepsPreRunE: a command's own PreRunE still runs,
-// after the check and only if it passes.
-func TestWithConfigCheckKeepsPreRunE(t *testing.T) {
+// TestConfigCheckRunsFirst: a command's own pre-run hooks (where
+// hami-scheduler reads the API server's version and kube-scheduler sets
+// its feature gates) still run, after the check and only if it passes.
+func TestConfigCheckRunsFirst(t *testing.T) {
 	good := writeFile(t, "good.yaml", header+"profiles:\n"+profile("hami-scheduler", ""))
 	bad := writeFile(t, "bad.yaml", header+"profiles:\n"+profile("hami-scheduler", "nodeSchedulerPolicy: fastest\n"))
 	for _, tt := range []struct {
 		file       string
 		wantCalled bool
 	}{{good, true}, {bad, false}} {
-		called := false
+		var called []string
 		cmd := &cobra.Command{
-			PreRunE: func(*cobra.Command, []string) error { called = true; return nil },
-			RunE:    func(*cobra.Command, []string) error { return nil },
+			PersistentPreRunE: func(*cobra.Command, []string) error { called = append(called, "PersistentPreRunE"); return nil },
+			PreRunE:           func(*cobra.Command, []string) error { called = append(called, "PreRunE"); return nil },
+			RunE:              func(*cobra.Command, []string) error { return nil },
 		}
 		cmd.Flags().String("config", "", "")
 		cmd = withConfigCheck(cmd)
 		cmd.SetArgs([]string{"--config", tt.file})
 		cmd.SilenceUsage, cmd.SilenceErrors = true, true
 		err := cmd.Execute()
-		if called != tt.wantCalled || (err == nil) != tt.wantCalled {
-			t.Errorf("%s: own PreRunE called %v, error %v; want called %v", filepath.Base(tt.file), called, err, tt.wantCalled)
+		var want []string
+		if tt.wantCalled {
+			want = []string{"PersistentPreRunE", "PreRunE"}
+		}
+		if diff := cmp.Diff(want, called); diff != "" || (err == nil) != tt.wantCalled {
+			t.Errorf("%s: error %v; own hooks called (-want +got):\n%s", filepath.Base(tt.file), err, diff)
 		}
 	}
 }

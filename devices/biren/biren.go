@@ -80,7 +80,7 @@ func (v *Vendor) NodeLock() string { return devices.NodeLock }
 // score). Every card of the register is Biren's, whatever its type: since
 // 2026-05 Biren's plugin registers the driver's GPU name (e.g. BR104) in
 // runc mode, where HAMi keeps only types containing "Biren" and so offers
-// no card on such a node (README, Compatibility).
+// no card on such a node (docs/vendors.md, "Vendors' device plugins").
 func (v *Vendor) Inventory(node *corev1.Node) ([]devices.Card, error) {
 	raw, ok := node.Annotations[RegisterAnnotation]
 	if !ok {

@@ -27,7 +27,7 @@ type Band struct {
 	Minor int
 	// TestedBelow, when set, is an older API server minor than the skew
 	// policy and emulation allow that the band serves all the same,
-	// because test/compat runs it there (README says which).
+	// because test/compat runs it there (docs/compatibility.md says which).
 	TestedBelow int
 }
 

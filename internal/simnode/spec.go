@@ -48,7 +48,7 @@ type Spec struct {
 }
 
 // EveryVendorSpec is a small mixed cluster: one node of every vendor HAMi
-// supports. hami-local's README and examples/vendors use it; the e2e
+// supports. docs/local-cluster.md and examples/vendors use it; the e2e
 // tests run the examples on it.
 const EveryVendorSpec = "1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB; " +
 	"1 node x 4 cards of Ascend910B4 32 GiB; " +

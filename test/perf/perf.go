@@ -53,7 +53,7 @@ type Arrival string
 const (
 	// Backlog pods are all created before the scheduler starts.
 	Backlog Arrival = "backlog"
-	// Steady pods are created one by one at Options.Rate while the
+	// Steady pods are created one by one at one of Options.Rates while the
 	// scheduler runs.
 	Steady Arrival = "steady"
 )
@@ -70,9 +70,10 @@ type Options struct {
 	// Arrivals are the HAMi arrivals to run per policy. Empty: backlog,
 	// steady.
 	Arrivals []Arrival
-	// Rate is the steady arrival rate in pods/s; 0: half the pods/s to
-	// Running of the same policy's backlog in this run (10 if none ran).
-	Rate float64
+	// Rates are the steady arrival rates in pods/s, each a phase of its
+	// own per setting; empty or 0: half the pods/s to Running of the same
+	// policy's backlog in this run (10 if none ran).
+	Rates []float64
 	// NodeSide configures the simulated device plugins and kubelets; the
 	// zero value is the faithful node side. Its transport wrappers are
 	// the benchmark's.
@@ -105,9 +106,11 @@ type Phase struct {
 	// the baseline.
 	Setting Setting
 	Arrival Arrival
-	// Rate is the steady arrival rate (pods/s).
-	Rate float64
-	Pods int
+	// Rate is the steady arrival rate (pods/s). RateInName puts it in
+	// the phase's name, when a run has several rates.
+	Rate       float64
+	RateInName bool
+	Pods       int
 	// Bound, Running and Failed count the pods that got there before the
 	// deadline.
 	Bound, Running, Failed int
@@ -200,6 +203,9 @@ func (p Phase) AlgorithmPerPod() time.Duration { return p.Algorithm.mean() }
 func (p Phase) Name() string {
 	if p.Profile != profile.SchedulerName {
 		return "baseline " + string(p.Arrival)
+	}
+	if p.RateInName {
+		return fmt.Sprintf("hami %s %g/s %s", p.Arrival, p.Rate, p.Setting)
 	}
 	return fmt.Sprintf("hami %s %s", p.Arrival, p.Setting)
 }
@@ -338,16 +344,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	for _, setting := range opts.Settings {
 		args := setting.args()
-		for _, arrival := range opts.Arrivals {
-			ph := Phase{Profile: profile.SchedulerName, Setting: setting, Arrival: arrival, Pods: opts.Pods}
-			if arrival == Steady {
-				ph.Rate = opts.Rate
-				if ph.Rate <= 0 {
-					ph.Rate = 10
-					if b, ok := r.Find(setting, Backlog); ok && b.PodsPerSecond() > 0 {
-						ph.Rate = math.Round(b.PodsPerSecond()*5) / 10
-					}
-				}
+		for _, ph := range hamiPhases(opts, setting) {
+			if ph.Arrival == Steady && ph.Rate <= 0 {
+				ph.Rate = defaultRate(r, setting)
 			}
 			// Every HAMi phase draws the same mix; with sets (or gangs) of
 			// N, each N consecutive pods ask what the first draws.
@@ -369,6 +368,38 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 		r.Overcommitted = append(r.Overcommitted, fmt.Sprintf("device plugin found the wrong pod %d times", s.Mismatched))
 	}
 	return r, nil
+}
+
+// hamiPhases are the phases of a setting, in the order of opts.Arrivals:
+// a backlog, and steady arrivals at each of opts.Rates (0: defaultRate,
+// once the backlog ran).
+func hamiPhases(opts Options, setting Setting) []Phase {
+	rates := opts.Rates
+	if len(rates) == 0 {
+		rates = []float64{0}
+	}
+	var phases []Phase
+	for _, arrival := range opts.Arrivals {
+		ph := Phase{Profile: profile.SchedulerName, Setting: setting, Arrival: arrival, Pods: opts.Pods}
+		if arrival != Steady {
+			phases = append(phases, ph)
+			continue
+		}
+		for _, rate := range rates {
+			ph.Rate, ph.RateInName = rate, len(rates) > 1
+			phases = append(phases, ph)
+		}
+	}
+	return phases
+}
+
+// defaultRate is half the pods/s to Running of the setting's backlog in
+// r, 10 if none ran.
+func defaultRate(r *Result, setting Setting) float64 {
+	if b, ok := r.Find(setting, Backlog); ok && b.PodsPerSecond() > 0 {
+		return math.Round(b.PodsPerSecond()*5) / 10
+	}
+	return 10
 }
 
 // nodeCalls count the simulated nodes' API calls.

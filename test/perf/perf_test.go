@@ -28,7 +28,8 @@ var (
 	podsFlag   = flag.String("pods", "1000", "BenchmarkThroughput: pods per phase; one count per node count, or one for all")
 	policyFlag = flag.String("policies", "binpack,binpack/q0,spread,binpack/q1", "BenchmarkThroughput: HAMi settings to run: a policy (binpack, spread) setting the node and the card policy, with the shipped nodeQueueLimit or, after /qN, nodeQueueLimit N (e.g. binpack/q1; binpack/q0: none)")
 	arrivals   = flag.String("arrivals", "backlog,steady", "BenchmarkThroughput: HAMi arrivals to run: backlog, steady")
-	rateFlag   = flag.Float64("rate", 0, "BenchmarkThroughput: steady arrival rate in pods/s (0: half the same policy's backlog pods/s)")
+	rateFlag   = flag.String("rate", "0", "BenchmarkThroughput: steady arrival rates in pods/s, each a phase of its own per setting, separated by commas (e.g. 10,20,30; 0: half the same policy's backlog pods/s)")
+	results    = flag.String("results", "", "BenchmarkThroughput: a file to write the run's figures into as JSON (internal/benchfigures), which make plots draws")
 	nodeSide   = flag.String("node-side", "faithful", "BenchmarkThroughput: simulated device plugins and kubelets: faithful (HAMi's client limits, admission delay) or fast")
 	dpQPS      = flag.Float64("device-plugin-qps", simnode.DefaultDevicePluginQPS, "BenchmarkThroughput: QPS of each node's device plugin client (negative: no limit)")
 	dpBurst    = flag.Int("device-plugin-burst", simnode.DefaultDevicePluginBurst, "BenchmarkThroughput: burst of each node's device plugin client")
@@ -120,8 +121,12 @@ func BenchmarkThroughput(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	rates, err := ParseRates(*rateFlag)
+	if err != nil {
+		b.Fatal(err)
+	}
 	opts := Options{
-		Rate:            *rateFlag,
+		Rates:           rates,
 		Timeout:         *phaseLimit,
 		Seed:            1,
 		Progress:        os.Stdout,
@@ -167,6 +172,15 @@ func BenchmarkThroughput(b *testing.B) {
 	if len(runs) > 1 {
 		PrintSizes(os.Stdout, runs)
 	}
+	if *results != "" {
+		now := time.Now().UTC()
+		f := Figures(runs, "make bench-e2e, "+now.Format("2006-01-02 15:04 MST"), benchCommand(), now.Format(time.RFC3339))
+		if err := WriteFigures(*results, f); err != nil {
+			b.Error(err)
+		} else {
+			fmt.Printf("figures written to %s (make plots draws them)\n", *results)
+		}
+	}
 	for _, r := range runs {
 		prefix := ""
 		if len(runs) > 1 {
@@ -183,6 +197,17 @@ func BenchmarkThroughput(b *testing.B) {
 	b.ReportMetric(0, "ns/op")
 }
 
+// benchCommand is the benchmark's command line: its flags as set.
+func benchCommand() string {
+	cmd := "go test -run '^$' -bench '^BenchmarkThroughput$' -benchtime 1x ./test/perf -args"
+	flag.Visit(func(f *flag.Flag) {
+		if !strings.HasPrefix(f.Name, "test.") && f.Name != "results" {
+			cmd += fmt.Sprintf(" -%s=%s", f.Name, f.Value)
+		}
+	})
+	return cmd
+}
+
 // A small run, part of `make test`, on the faithful node side (with the
 // device plugins' limit raised tenfold to keep it short): every pod of
 // every phase gets to Running, the figures the benchmark reports are
@@ -196,7 +221,7 @@ func TestThroughputSmoke(t *testing.T) {
 	needScheduler(t)
 	r, err := Run(t.Context(), Options{Nodes: "8 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", Pods: 20, Seed: 7, Timeout: 2 * time.Minute,
 		SchedulerBinary: schedulerBinary, SchedulerLog: logFile,
-		Settings: []Setting{{Policy: devices.NodeBinpack}, {Policy: devices.NodeSpread, QueueLimit: 2, SetQueueLimit: true}}, Arrivals: []Arrival{Backlog, Steady}, Rate: 20,
+		Settings: []Setting{{Policy: devices.NodeBinpack}, {Policy: devices.NodeSpread, QueueLimit: 2, SetQueueLimit: true}}, Arrivals: []Arrival{Backlog, Steady}, Rates: []float64{20},
 		NodeSide: simnode.Options{DevicePluginQPS: 50, DevicePluginBurst: 100}})
 	if err != nil {
 		t.Fatal(err)
@@ -206,6 +231,10 @@ func TestThroughputSmoke(t *testing.T) {
 	t.Log("\n" + out.String())
 	if len(r.Phases) != 5 {
 		t.Fatalf("%d phases, want the baseline and 2 policies x 2 arrivals", len(r.Phases))
+	}
+	// What -results writes for make plots.
+	if errs := Figures([]*Result{r}, "smoke", "TestThroughputSmoke", "").Validate(); len(errs) > 0 {
+		t.Errorf("the run's figures do not validate: %v", errs)
 	}
 	for _, ph := range r.Phases {
 		if ph.Running != ph.Pods || ph.Bound != ph.Pods {

@@ -111,6 +111,26 @@ func TestParseSizes(t *testing.T) {
 	}
 }
 
+func TestParseRates(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []float64
+		wantErr bool
+	}{
+		{in: "0", want: []float64{0}},
+		{in: "10, 20,30.5", want: []float64{10, 20, 30.5}},
+		{in: "-1", wantErr: true},
+		{in: "10,,20", wantErr: true},
+		{in: "fast", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseRates(tt.in)
+		if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+			t.Errorf("ParseRates(%q) = %v, %v; want %v (error %v)", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
 func TestServedWhileArriving(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	var created, running []time.Time

@@ -41,6 +41,20 @@ func ParseSizes(nodes, pods string) (nodeCounts, podCounts []int, err error) {
 	return nodeCounts, podCounts, nil
 }
 
+// ParseRates reads steady arrival rates in pods/s, separated by commas;
+// 0 is the default rate (half the same setting's backlog pods/s).
+func ParseRates(list string) ([]float64, error) {
+	var rates []float64
+	for f := range strings.SplitSeq(list, ",") {
+		r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || r < 0 {
+			return nil, fmt.Errorf("rate %q: want pods/s (0 or more) separated by commas", list)
+		}
+		rates = append(rates, r)
+	}
+	return rates, nil
+}
+
 // PrintSizes writes the runs of several cluster sizes side by side: one
 // line per size and phase, the figures that change with the size.
 func PrintSizes(w io.Writer, runs []*Result) {
