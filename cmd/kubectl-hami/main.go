@@ -57,6 +57,18 @@ func newRootCommand(streams genericiooptions.IOStreams, client func() (kubernete
 	return root
 }
 
+// clientFromFlags makes the clientset of the connection flags
+// (--kubeconfig, --context, ...) when it is called.
+func clientFromFlags(cf *genericclioptions.ConfigFlags) func() (kubernetes.Interface, error) {
+	return func() (kubernetes.Interface, error) {
+		cfg, err := cf.ToRESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfig(cfg)
+	}
+}
+
 func main() {
 	os.Exit(execute())
 }

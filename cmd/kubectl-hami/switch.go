@@ -96,13 +96,7 @@ func (o *SwitchOptions) Complete() error {
 	o.Switch.Out = o.Out
 	o.Switch.ProbeResource = corev1.ResourceName(o.ProbeResource)
 	if o.client == nil {
-		o.client = func() (kubernetes.Interface, error) {
-			cfg, err := o.ConfigFlags.ToRESTConfig()
-			if err != nil {
-				return nil, err
-			}
-			return kubernetes.NewForConfig(cfg)
-		}
+		o.client = clientFromFlags(o.ConfigFlags)
 	}
 	return nil
 }
