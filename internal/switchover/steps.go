@@ -18,9 +18,13 @@ func key(d *appsv1.Deployment) string { return d.Namespace + "/" + d.Name }
 // is there already (an earlier, interrupted switch: its record is the one
 // that tells the state before).
 func recordStep(client kubernetes.Interface, d *appsv1.Deployment, r *Record) step {
+	what := fmt.Sprintf("record HAMi's scheduler replicas (%d) and webhook configuration in the annotation %s of Deployment %s",
+		r.Replicas, RecordAnnotation, key(d))
+	if r.Replicas == 0 {
+		what += " (HAMi's scheduler is at 0 already: the way back leaves it there)"
+	}
 	return step{
-		what: fmt.Sprintf("record HAMi's scheduler replicas (%d) and webhook configuration in the annotation %s of Deployment %s",
-			r.Replicas, RecordAnnotation, key(d)),
+		what: what,
 		do: func(ctx context.Context) error {
 			value, err := r.encode()
 			if err != nil {
