@@ -8,11 +8,20 @@
 // sharers used of their totals as bars, the pods on each card (with the
 // cards reserved for members of gangs waiting at Permit, from their
 // PodGroups), and totals per node and for the cluster. It reads the same
-// annotations the scheduler does; see README.md next to this file.
+// annotations the scheduler does.
+//
+//	kubectl hami switch --hami-namespace namespace [--hami-release name] [--back] [--dry-run]
+//
+// hands device scheduling from HAMi's scheduler and webhook to
+// hami-scheduler, or back (internal/switchover, docs/switching.md). See
+// README.md next to this file.
 package main
 
 import (
+	"context"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -33,7 +42,7 @@ func newRootCommand(streams genericiooptions.IOStreams, client func() (kubernete
 	cf := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
 		Use:   "kubectl-hami",
-		Short: "Inspect HAMi GPU sharing: which pod holds how much of which card",
+		Short: "Inspect HAMi GPU sharing (which pod holds how much of which card), and switch from HAMi's scheduler to hami-scheduler",
 		Annotations: map[string]string{
 			cobra.CommandDisplayNameAnnotation: "kubectl hami",
 		},
@@ -44,12 +53,35 @@ func newRootCommand(streams genericiooptions.IOStreams, client func() (kubernete
 	root.SetErr(streams.ErrOut)
 	cf.AddFlags(root.PersistentFlags())
 	root.AddCommand(newTopCommand(cf, streams, client, dynamicClient))
+	root.AddCommand(newSwitchCommand(cf, streams, client))
 	return root
 }
 
-func main() {
-	root := NewRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
-	if err := root.Execute(); err != nil {
-		os.Exit(1)
+// clientFromFlags makes the clientset of the connection flags
+// (--kubeconfig, --context, ...) when it is called.
+func clientFromFlags(cf *genericclioptions.ConfigFlags) func() (kubernetes.Interface, error) {
+	return func() (kubernetes.Interface, error) {
+		cfg, err := cf.ToRESTConfig()
+		if err != nil {
+			return nil, err
+		}
+		return kubernetes.NewForConfig(cfg)
 	}
+}
+
+func main() {
+	os.Exit(execute())
+}
+
+// execute runs the command line until it ends or is interrupted: an
+// interrupted switch stops at its current step, and running it again
+// finishes it.
+func execute() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewRootCommand(genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr})
+	if err := root.ExecuteContext(ctx); err != nil {
+		return 1
+	}
+	return 0
 }

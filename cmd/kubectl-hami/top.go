@@ -125,13 +125,7 @@ func (o *TopOptions) Complete(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	if o.client == nil {
-		o.client = func() (kubernetes.Interface, error) {
-			cfg, err := o.ConfigFlags.ToRESTConfig()
-			if err != nil {
-				return nil, err
-			}
-			return kubernetes.NewForConfig(cfg)
-		}
+		o.client = clientFromFlags(o.ConfigFlags)
 	}
 	if o.dynamicClient == nil {
 		o.dynamicClient = func() (dynamic.Interface, error) {
