@@ -16,6 +16,7 @@ import (
 
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
+	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
 	"github.com/hami-scheduler/hami-scheduler/plugins"
 	"github.com/hami-scheduler/hami-scheduler/plugins/coscheduling"
@@ -78,15 +79,25 @@ func topicDir(b *testing.B, topic string) string {
 	return filepath.Join(schedulerPerfDir(b), topic)
 }
 
-// topicOptions are the suite hooks the topic's cases need: HAMi's node
-// side for HAMi's workloads (nodeSideOptions), the CPU profile's reading
-// for every topic (cpuOptions).
+// topicOptions are the suite hooks the topic's cases need: the CPU
+// profile's reading (cpuOptions) and the batching hints counted
+// (countBatchHints) for every topic, and HAMi's node side for HAMi's
+// workloads (addDeviceInventory, startNodeSide).
 func topicOptions(topic string) []perf.SchedulerPerfOption {
+	prepare := []perf.HookFn{countBatchHints}
 	opts := cpuOptions()
 	if topic == devicesTopic {
-		opts = append(opts, nodeSideOptions()...)
+		prepare = append(prepare, startNodeSide)
+		opts = append(opts, perf.WithNodeUpdateFn(addDeviceInventory))
 	}
-	return opts
+	return append(opts, perf.WithPrepareFn(func(tCtx ktesting.TContext) error {
+		for _, hook := range prepare {
+			if err := hook(tCtx); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
 }
 
 // topicVariants are the variants (-variants) the topic runs with.
@@ -172,7 +183,7 @@ func printFigures(b *testing.B, since time.Time) {
 	sort.Strings(names)
 	var sb strings.Builder
 	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "workload\tpods/s HAMi\tpods/s plain\tHAMi/plain\tattempt p99 HAMi (ms)\tattempt p99 plain (ms)\tSLI p99 HAMi (ms)\tscheduler CPU/pod HAMi (ms)\tscheduler CPU/pod plain (ms)\t")
+	fmt.Fprintln(w, "workload\tpods/s HAMi\tpods/s plain\tHAMi/plain\tattempt p99 HAMi (ms)\tattempt p99 plain (ms)\tSLI p99 HAMi (ms)\tscheduler CPU/pod HAMi (ms)\tscheduler CPU/pod plain (ms)\tbatch hints HAMi\tbatch hints plain\t")
 	cpuMu.Lock()
 	defer cpuMu.Unlock()
 	for _, n := range names {
@@ -181,8 +192,9 @@ func printFigures(b *testing.B, since time.Time) {
 		if p.podsPerSecond > 0 && h.podsPerSecond > 0 {
 			ratio = fmt.Sprintf("%.1f%%", 100*h.podsPerSecond/p.podsPerSecond)
 		}
-		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t\n", n, h.podsPerSecond, p.podsPerSecond, ratio, h.attemptP99, p.attemptP99, h.sliP99,
-			milliseconds(cpuPerPod[n], withHAMi), milliseconds(cpuPerPod[n], withoutHAMi))
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t\n", n, h.podsPerSecond, p.podsPerSecond, ratio, h.attemptP99, p.attemptP99, h.sliP99,
+			milliseconds(cpuPerPod[n], withHAMi), milliseconds(cpuPerPod[n], withoutHAMi),
+			count(batchHints[n], withHAMi), count(batchHints[n], withoutHAMi))
 	}
 	w.Flush()
 	fmt.Print("\n" + sb.String())
@@ -195,6 +207,15 @@ func milliseconds(perPod map[variant]float64, v variant) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.2f", 1000*s)
+}
+
+// count is the variant's count, "-" when not measured.
+func count(counts map[variant]float64, v variant) string {
+	c, ok := counts[v]
+	if !ok {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", c)
 }
 
 // workloadOf splits a data item's name,

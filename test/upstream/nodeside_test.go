@@ -26,17 +26,6 @@ const cardsAnnotation = "sim.hami.io/cards"
 // nodeUpdateWorkers bound the node updates in flight.
 const nodeUpdateWorkers = 16
 
-// nodeSideOptions are the suite hooks that play HAMi's node side in
-// HAMi's own workloads: the device plugins' inventory on the nodes the
-// workload creates, and their side of the handshake for the pods bound
-// to them.
-func nodeSideOptions() []perf.SchedulerPerfOption {
-	return []perf.SchedulerPerfOption{
-		perf.WithNodeUpdateFn(addDeviceInventory),
-		perf.WithPrepareFn(startNodeSide),
-	}
-}
-
 // addDeviceInventory gives every node that names its cards
 // (cardsAnnotation) and has none yet what its device plugins write on it:
 // simnode's inventory of the cards (register and handshake annotations,
@@ -96,7 +85,9 @@ func addInventory(tCtx ktesting.TContext, node *corev1.Node) error {
 // startNodeSide starts, for the workload, simnode's agent in its faithful
 // mode: per node a device plugin whose client is limited as HAMi's (5 QPS,
 // burst 10) and a kubelet that admits a pod only once its watch shows the
-// pod bound. It stops when the workload ends.
+// pod bound. It stops when the workload ends. HAMi's workloads (topic
+// devices) run it as a prepare hook, beside addDeviceInventory as the node
+// hook.
 func startNodeSide(tCtx ktesting.TContext) error {
 	agent, err := simnode.NewAgent(tCtx.RESTConfig(), simnode.Options{})
 	if err != nil {
