@@ -58,16 +58,48 @@ var (
 	}, []string{"object"})
 )
 
+// The values of each label above, every series of which is created at
+// registration (at zero), so that a scrape shows them before the first
+// event and a rate over them starts from zero.
+var (
+	lockWaitResults  = []string{"acquired", "busy", "error"}
+	handOverResults  = []string{"success", "failed"}
+	takeOverReasons  = []string{nodelock.TakeOverExpired, nodelock.TakeOverFuture, nodelock.TakeOverMalformed, nodelock.TakeOverHolderGone, nodelock.TakeOverNotHolder, nodelock.TakeOverRenewed}
+	preBindReasons   = []string{"fit", "annotation", "lock_busy", "lock_error", "pod_changed", "pod_gone", "patch_error"}
+	undecodableKinds = []string{"node", "pod"}
+)
+
 var registerOnce sync.Once
 
 // RegisterMetrics registers the plugin's metrics on legacyregistry, once
-// per process (New does it too). The cache gauges have no series until a
-// profile enabling the plugin starts.
+// per process (New does it too), each series of a known label value at
+// zero. The cache gauges have no series until a profile enabling the
+// plugin starts.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(nodeLockWait, handOverDuration, nodeLockTakeOvers, preBindFailures, undecodableAnnotations)
 		legacyregistry.CustomMustRegister(newDeviceCollector(metricSources.list), newBuildInfoCollector())
+		initSeries()
 	})
+}
+
+// initSeries creates every series of a known label value.
+func initSeries() {
+	for _, r := range lockWaitResults {
+		nodeLockWait.WithLabelValues(r)
+	}
+	for _, r := range handOverResults {
+		handOverDuration.WithLabelValues(r)
+	}
+	for _, r := range takeOverReasons {
+		nodeLockTakeOvers.WithLabelValues(r)
+	}
+	for _, r := range preBindReasons {
+		preBindFailures.WithLabelValues(r)
+	}
+	for _, k := range undecodableKinds {
+		undecodableAnnotations.WithLabelValues(k)
+	}
 }
 
 // lockObserver feeds the node-lock metrics.
