@@ -213,6 +213,9 @@ func movePlainMetrics(args []string, port int) ([]string, string) {
 	return out, addr
 }
 
+// Exited reports whether the process has ended.
+func (p *SchedulerProcess) Exited() bool { return p.exited.exitedYet() }
+
 // Pid is the process's ID.
 func (p *SchedulerProcess) Pid() int { return p.cmd.Process.Pid }
 
