@@ -305,6 +305,16 @@ func TestHAMiKeys(t *testing.T) {
 				t.Errorf("failurePolicy %s reinvocationPolicy %s", *h.FailurePolicy, *h.ReinvocationPolicy)
 			}
 		}},
+		{name: "scheduler.admissionWebhook as HAMi's values.yaml leaves it", values: nested("scheduler.admissionWebhook", map[string]any{
+			"whitelistNamespaces": nil, "namespaceSelector": map[string]any{"matchLabels": nil, "matchExpressions": []any{}},
+			"objectSelector": map[string]any{"matchExpressions": []any{}},
+		}), check: func(t *testing.T, c *chartObjects) {
+			h := c.webhookConfiguration("hami-webhook")
+			want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "hami.io/webhook", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"ignore"}}}}
+			if diff := cmp.Diff(want, h.NamespaceSelector); diff != "" || h.ObjectSelector != nil {
+				t.Errorf("namespaceSelector (-want +got):\n%s\nobjectSelector %v", diff, h.ObjectSelector)
+			}
+		}},
 		{name: "scheduler.admissionWebhook.manageNamespaceSelector false", values: nested("scheduler.admissionWebhook.manageNamespaceSelector", false), check: func(t *testing.T, c *chartObjects) {
 			if h := c.webhookConfiguration("hami-webhook"); h.NamespaceSelector != nil {
 				t.Errorf("namespaceSelector %v rendered", h.NamespaceSelector)
