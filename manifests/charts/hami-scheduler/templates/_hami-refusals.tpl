@@ -167,10 +167,9 @@ not use.
 {{- if and $root.Values.scheduler.service.enabled (ne ($root.Values.scheduler.service.monitorTargetPort | int) $port) -}}
 {{- $out = append $out (printf "scheduler.service.monitorTargetPort: %v is not the port of scheduler.metricsBindAddress %s, where the scheduler serves metrics" $root.Values.scheduler.service.monitorTargetPort .) -}}
 {{- end -}}
-{{- else -}}
-{{- if .Values.prometheus.enabled -}}
-{{- $out = append $out "prometheus.enabled: the ServiceMonitor scrapes scheduler.metricsBindAddress, which is empty" -}}
 {{- end -}}
+{{- if and .Values.prometheus.enabled (not (include "hami-scheduler.metricsService" .)) -}}
+{{- $out = append $out "prometheus.enabled: the ServiceMonitor scrapes the scheduler's metrics Service, which scheduler.metricsBindAddress \"\" or scheduler.service.enabled false leaves out" -}}
 {{- end -}}
 {{- $out | join "\n" -}}
 {{- end -}}
