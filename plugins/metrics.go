@@ -58,16 +58,48 @@ var (
 	}, []string{"object"})
 )
 
+// The values of each label above, every series of which is created at
+// registration (at zero), so that a scrape shows them before the first
+// event and a rate over them starts from zero.
+var (
+	lockWaitResults  = []string{"acquired", "busy", "error"}
+	handOverResults  = []string{"success", "failed"}
+	takeOverReasons  = []string{nodelock.TakeOverExpired, nodelock.TakeOverFuture, nodelock.TakeOverMalformed, nodelock.TakeOverHolderGone, nodelock.TakeOverNotHolder, nodelock.TakeOverRenewed}
+	preBindReasons   = []string{"fit", "annotation", "lock_busy", "lock_error", "pod_changed", "pod_gone", "patch_error"}
+	undecodableKinds = []string{"node", "pod"}
+)
+
 var registerOnce sync.Once
 
 // RegisterMetrics registers the plugin's metrics on legacyregistry, once
-// per process (New does it too). The cache gauges have no series until a
-// profile enabling the plugin starts.
+// per process (New does it too), each series of a known label value at
+// zero. The cache gauges have no series until a profile enabling the
+// plugin starts.
 func RegisterMetrics() {
 	registerOnce.Do(func() {
 		legacyregistry.MustRegister(nodeLockWait, handOverDuration, nodeLockTakeOvers, preBindFailures, undecodableAnnotations)
 		legacyregistry.CustomMustRegister(newDeviceCollector(metricSources.list), newBuildInfoCollector())
+		initSeries()
 	})
+}
+
+// initSeries creates every series of a known label value.
+func initSeries() {
+	for _, r := range lockWaitResults {
+		nodeLockWait.WithLabelValues(r)
+	}
+	for _, r := range handOverResults {
+		handOverDuration.WithLabelValues(r)
+	}
+	for _, r := range takeOverReasons {
+		nodeLockTakeOvers.WithLabelValues(r)
+	}
+	for _, r := range preBindReasons {
+		preBindFailures.WithLabelValues(r)
+	}
+	for _, k := range undecodableKinds {
+		undecodableAnnotations.WithLabelValues(k)
+	}
 }
 
 // lockObserver feeds the node-lock metrics.
@@ -193,6 +225,34 @@ func (s *sourceSet) list() []*Plugin {
 	return append([]*Plugin(nil), s.plugins...)
 }
 
+// HAMi v2.10's scheduler gauges (names, labels and units as HAMi's),
+// which deviceCollector reads from the device cache at scrape time.
+const (
+	metricGPUMemoryLimit      = "hami_gpu_memory_limit_bytes"
+	metricGPUCoreLimit        = "hami_gpu_core_limit_ratio"
+	metricGPUMemoryAllocated  = "hami_gpu_memory_allocated_bytes"
+	metricGPUSharedCount      = "hami_gpu_shared_count"
+	metricGPUCoreAllocated    = "hami_gpu_core_allocated_ratio"
+	metricNodeGPUOverview     = "hami_node_gpu_overview"
+	metricNodeGPUMemoryRatio  = "hami_node_gpu_memory_allocated_ratio"
+	metricNodeGPUMIGInstance  = "hami_node_gpu_mig_instance_info"
+	metricResourceQuotaUsed   = "hami_resource_quota_used"
+	metricResourceQuotaLimit  = "hami_resource_quota_limit"
+	metricVGPUMemoryAllocated = "hami_vgpu_memory_allocated_bytes"
+	metricVGPUCoreAllocated   = "hami_vgpu_core_allocated_ratio"
+	metricSchedulerCacheSize  = "hami_scheduler_cache_size"
+	metricBuildInfo           = "hami_build_info"
+)
+
+// DeviceGauges are HAMi's card, pod and quota gauges: what HAMi's
+// scheduler serves from its leader only (its Service selects the leading
+// pod), and so what a ServiceMonitor must not get from two replicas.
+var DeviceGauges = []string{
+	metricGPUMemoryLimit, metricGPUCoreLimit, metricGPUMemoryAllocated, metricGPUSharedCount, metricGPUCoreAllocated,
+	metricNodeGPUOverview, metricNodeGPUMemoryRatio, metricNodeGPUMIGInstance,
+	metricResourceQuotaUsed, metricResourceQuotaLimit, metricVGPUMemoryAllocated, metricVGPUCoreAllocated,
+}
+
 // mib is a MiB in bytes: HAMi's metrics give memory in bytes.
 const mib = 1 << 20
 
@@ -222,21 +282,21 @@ func newDeviceCollector(sources func() []*Plugin) *deviceCollector {
 	}
 	return &deviceCollector{
 		sources:         sources,
-		memoryLimit:     desc("hami_gpu_memory_limit_bytes", "Device memory limit for a certain GPU", card, zone),
-		coreLimit:       desc("hami_gpu_core_limit_ratio", "Device core limit for a certain GPU", card, zone),
-		memoryAllocated: desc("hami_gpu_memory_allocated_bytes", "Device memory allocated for a certain GPU", cardCores, zone),
-		sharedCount:     desc("hami_gpu_shared_count", "Number of containers sharing this GPU", card, zone),
-		coreAllocated:   desc("hami_gpu_core_allocated_ratio", "Device core allocated for a certain GPU", card, zone),
-		overview: desc("hami_node_gpu_overview", "GPU overview on a certain node",
+		memoryLimit:     desc(metricGPUMemoryLimit, "Device memory limit for a certain GPU", card, zone),
+		coreLimit:       desc(metricGPUCoreLimit, "Device core limit for a certain GPU", card, zone),
+		memoryAllocated: desc(metricGPUMemoryAllocated, "Device memory allocated for a certain GPU", cardCores, zone),
+		sharedCount:     desc(metricGPUSharedCount, "Number of containers sharing this GPU", card, zone),
+		coreAllocated:   desc(metricGPUCoreAllocated, "Device core allocated for a certain GPU", card, zone),
+		overview: desc(metricNodeGPUOverview, "GPU overview on a certain node",
 			[]string{"node", "device_uuid", "device_index", "device_cores", "device_memory_limit", "device_type"}, zone),
-		memoryRatio: desc("hami_node_gpu_memory_allocated_ratio", "GPU Memory Allocated Percentage on a certain GPU", card, zone),
-		migInstance: desc("hami_node_gpu_mig_instance_info", "Realized MIG instance identity and scheduler placement",
+		memoryRatio: desc(metricNodeGPUMemoryRatio, "GPU Memory Allocated Percentage on a certain GPU", card, zone),
+		migInstance: desc(metricNodeGPUMIGInstance, "Realized MIG instance identity and scheduler placement",
 			[]string{"node", "device_uuid", "device_index", "mig_uuid", "profile", "gpu_instance_id", "compute_instance_id", "placement_start", "placement_size"}, zone),
-		quotaUsed:  desc("hami_resource_quota_used", "resourcequota usage for a certain device", []string{"namespace", "quota_name", "limit"}, zone),
-		quotaLimit: desc("hami_resource_quota_limit", "resourcequota limit for a certain device", []string{"namespace", "quota_name"}, zone),
-		podMemory:  desc("hami_vgpu_memory_allocated_bytes", "vGPU memory allocated from a container", pod, zone),
-		podCores:   desc("hami_vgpu_core_allocated_ratio", "vGPU core allocated from a container", pod, zone),
-		cacheSize: desc("hami_scheduler_cache_size", "Objects in the scheduler's device cache, by kind (nodes, cards, pods, assumed_pods, unreadable_pods)",
+		quotaUsed:  desc(metricResourceQuotaUsed, "resourcequota usage for a certain device", []string{"namespace", "quota_name", "limit"}, zone),
+		quotaLimit: desc(metricResourceQuotaLimit, "resourcequota limit for a certain device", []string{"namespace", "quota_name"}, zone),
+		podMemory:  desc(metricVGPUMemoryAllocated, "vGPU memory allocated from a container", pod, zone),
+		podCores:   desc(metricVGPUCoreAllocated, "vGPU core allocated from a container", pod, zone),
+		cacheSize: desc(metricSchedulerCacheSize, "Objects in the scheduler's device cache, by kind (nodes, cards, pods, assumed_pods, unreadable_pods)",
 			[]string{"kind"}, nil),
 	}
 }
@@ -404,7 +464,7 @@ type buildInfoCollector struct {
 }
 
 func newBuildInfoCollector() *buildInfoCollector {
-	return &buildInfoCollector{desc: metrics.NewDesc("hami_build_info", "A metric with a constant '1' value labeled by version, revision, build date, Go version, compiler and platform.",
+	return &buildInfoCollector{desc: metrics.NewDesc(metricBuildInfo, "A metric with a constant '1' value labeled by version, revision, build date, Go version, compiler and platform.",
 		[]string{"version", "revision", "build_date", "go_version", "compiler", "platform"}, nil, metrics.ALPHA, "")}
 }
 

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/legacyregistry"
 	"k8s.io/component-base/metrics/testutil"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -253,4 +254,47 @@ func TestEventCounters(t *testing.T) {
 	if got := value(nodeLockTakeOvers.WithLabelValues("expired")); got != expired+1 {
 		t.Errorf("expired take-overs %v -> %v, want one more", expired, got)
 	}
+}
+
+// TestSeriesFromRegistration: every series of a known label value is
+// served once the metrics are registered, before any event, so that a
+// scrape (and a dashboard's rate) sees them at zero.
+func TestSeriesFromRegistration(t *testing.T) {
+	RegisterMetrics()
+	families, err := legacyregistry.DefaultGatherer.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]map[string]bool{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if got[f.GetName()] == nil {
+					got[f.GetName()] = map[string]bool{}
+				}
+				got[f.GetName()][l.GetName()+"="+l.GetValue()] = true
+			}
+		}
+	}
+	for name, want := range map[string][]string{
+		"hami_scheduler_node_lock_wait_seconds":        prefixed("result=", lockWaitResults),
+		"hami_scheduler_handover_duration_seconds":     prefixed("result=", handOverResults),
+		"hami_scheduler_node_lock_takeovers_total":     prefixed("reason=", takeOverReasons),
+		"hami_scheduler_prebind_failures_total":        prefixed("reason=", preBindReasons),
+		"hami_scheduler_undecodable_annotations_total": prefixed("object=", undecodableKinds),
+	} {
+		for _, label := range want {
+			if !got[name][label] {
+				t.Errorf("%s{%s} not served after registration", name, label)
+			}
+		}
+	}
+}
+
+func prefixed(prefix string, values []string) []string {
+	out := make([]string, len(values))
+	for i, v := range values {
+		out[i] = prefix + v
+	}
+	return out
 }

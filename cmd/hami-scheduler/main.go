@@ -80,21 +80,26 @@ func withMetricsListener(cmd *cobra.Command) *cobra.Command {
 		if *addr == "" {
 			return nil
 		}
-		_, err := serveMetrics(*addr)
+		leaderElects, err := leaderElection(c)
+		if err != nil {
+			return err
+		}
+		_, err = serveMetrics(*addr, leaderElects)
 		return err
 	}
 	return cmd
 }
 
 // serveMetrics listens on addr and serves the metrics registry on /metrics
-// for the rest of the process; it returns the bound address.
-func serveMetrics(addr string) (net.Addr, error) {
+// (metricsHandler) for the rest of the process; it returns the bound
+// address.
+func serveMetrics(addr string, leaderElects bool) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--%s: %w", metricsBindFlag, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", legacyregistry.Handler())
+	mux.Handle("/metrics", metricsHandler(legacyregistry.DefaultGatherer, leaderElects))
 	server := &http.Server{Handler: mux, ReadHeaderTimeout: 15 * time.Second, ReadTimeout: 60 * time.Second}
 	go func() {
 		if err := server.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -39,6 +39,9 @@ type SchedulerProcess struct {
 	exited *processExit
 	out    *lockedBuffer
 	port   int
+	// metricsAddr is its plain metrics listener (--hami-metrics-bind-address),
+	// "" when the container starts none.
+	metricsAddr string
 	// http reaches its secure port, whose certificate it signed itself.
 	http *http.Client
 }
@@ -71,8 +74,9 @@ type SchedulerProcessOptions struct {
 // mounted ConfigMap. Two things
 // differ from a pod, both forced by running outside one: the
 // configuration's clientConnection names a kubeconfig for cp.Config (a pod
-// has in-cluster credentials), and --secure-port is a free port (so that
-// processes on one machine do not collide). The namespace of its lease is
+// has in-cluster credentials), and --secure-port and the plain metrics
+// listener, if any, are free ports (so that processes on one machine do
+// not collide). The namespace of its lease is
 // created. It returns once /readyz answers ok, which kube-scheduler gives
 // only after every informer synced (/healthz where /readyz is not served),
 // or with the process's output when it exits first.
@@ -108,12 +112,13 @@ func (cp *ControlPlane) startSchedulerProcess(ctx context.Context, binary string
 	if err := cp.createLeaseNamespace(ctx, opts.Config); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
+	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	args = append(append(args, opts.ExtraArgs...), "--secure-port="+strconv.Itoa(ports[0]))
-	p := &SchedulerProcess{Args: args, out: &lockedBuffer{}, port: ports[0], http: &http.Client{Transport: &http.Transport{
+	args, metricsAddr := movePlainMetrics(args, ports[1])
+	p := &SchedulerProcess{Args: args, out: &lockedBuffer{}, port: ports[0], metricsAddr: metricsAddr, http: &http.Client{Transport: &http.Transport{
 		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the scheduler's own loopback port
 	}}}
 	p.cmd = exec.Command(binary, p.Args...)
@@ -185,6 +190,31 @@ func (p *SchedulerProcess) get(ctx context.Context, path string, limit time.Dura
 	}
 	return resp.StatusCode, body, nil
 }
+
+// MetricsAddress is the address of the plain metrics listener the
+// container starts with --hami-metrics-bind-address (moved to a free
+// loopback port), "" when it starts none.
+func (p *SchedulerProcess) MetricsAddress() string { return p.metricsAddr }
+
+// movePlainMetrics moves the plain metrics listener the arguments start,
+// if any, to the loopback port (so that processes on one machine do not
+// collide), and returns the arguments and its address.
+func movePlainMetrics(args []string, port int) ([]string, string) {
+	const flag = "--hami-metrics-bind-address="
+	addr := ""
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if v, ok := strings.CutPrefix(a, flag); ok && v != "" {
+			addr = "127.0.0.1:" + strconv.Itoa(port)
+			out[i] = flag + addr
+		}
+	}
+	return out, addr
+}
+
+// Exited reports whether the process has ended.
+func (p *SchedulerProcess) Exited() bool { return p.exited.exitedYet() }
 
 // Pid is the process's ID.
 func (p *SchedulerProcess) Pid() int { return p.cmd.Process.Pid }

@@ -63,3 +63,23 @@ func TestShippedSchedulerConfig(t *testing.T) {
 		t.Errorf("profiles %v, want the shipped hami-scheduler profile", cfg.Profiles)
 	}
 }
+
+// TestMovePlainMetrics: the plain metrics listener moves to the loopback
+// port given; none is added where the container starts none.
+func TestMovePlainMetrics(t *testing.T) {
+	tests := []struct {
+		args     []string
+		wantArgs []string
+		wantAddr string
+	}{
+		{args: []string{"--v=2", "--hami-metrics-bind-address=:9395"}, wantArgs: []string{"--v=2", "--hami-metrics-bind-address=127.0.0.1:4242"}, wantAddr: "127.0.0.1:4242"},
+		{args: []string{"--v=2"}, wantArgs: []string{"--v=2"}},
+		{args: []string{"--hami-metrics-bind-address="}, wantArgs: []string{"--hami-metrics-bind-address="}},
+	}
+	for _, tt := range tests {
+		args, addr := movePlainMetrics(tt.args, 4242)
+		if !slices.Equal(args, tt.wantArgs) || addr != tt.wantAddr {
+			t.Errorf("movePlainMetrics(%q) = %q, %q; want %q, %q", tt.args, args, addr, tt.wantArgs, tt.wantAddr)
+		}
+	}
+}

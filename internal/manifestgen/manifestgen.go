@@ -13,6 +13,7 @@ package manifestgen
 
 import (
 	"fmt"
+	"os"
 	"path"
 	"path/filepath"
 	"runtime"
@@ -136,6 +137,24 @@ func RenderFor(chartDir, namespace string, values map[string]any, caps *chartuti
 		out[strings.TrimPrefix(name, prefix)] = text
 	}
 	return out, nil
+}
+
+// HAMiValuesFile is test/testdata/hami-values.yaml, relative to the
+// repository root: a HAMi v2.10 user's values (HAMi's keys), which the
+// tests render and install through this chart.
+const HAMiValuesFile = "test/testdata/hami-values.yaml"
+
+// ReadValues reads a values file, as helm's --values does.
+func ReadValues(path string) (map[string]any, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]any{}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return values, nil
 }
 
 // Documents splits rendered templates into their YAML documents, in the

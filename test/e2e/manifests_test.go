@@ -182,6 +182,15 @@ func TestChartApplyDryRun(t *testing.T) {
 				t.Errorf("plugin args %+v", a)
 			}
 		}},
+		// HAMi v2.10's value keys (internal/manifestgen's TestHAMiValuesFile
+		// checks their effects).
+		{name: "HAMi's values", values: hamiValues(t), check: func(t *testing.T, objs []*unstructured.Unstructured) {
+			if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
+				return o.GetKind() == "ConfigMap" && o.GetName() == "hami-scheduler-device"
+			}) {
+				t.Errorf("no ConfigMap hami-scheduler-device (HAMi's device config)")
+			}
+		}},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,6 +213,16 @@ func TestChartApplyDryRun(t *testing.T) {
 			applyDryRun(t, objs)
 		})
 	}
+}
+
+// hamiValues are test/testdata/hami-values.yaml: HAMi v2.10's value keys.
+func hamiValues(t *testing.T) map[string]any {
+	t.Helper()
+	values, err := manifestgen.ReadValues(filepath.Join(manifestgen.RepoRoot(), manifestgen.HAMiValuesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return values
 }
 
 // kustomizeBuild is `kubectl kustomize manifests/`, with kustomize's Go

@@ -50,6 +50,18 @@ var valueSets = []struct {
 	// both binaries.
 	{name: "device-config", values: map[string]any{"deviceConfig": map[string]any{"content": deviceConfig()}}, schedulerName: "hami-scheduler",
 		vendorSource: `source="deviceConfigFile `},
+	// A HAMi v2.10 user's values (HAMi's keys, a few overrides): HAMi's
+	// chart-default device config with them applied, every vendor.
+	{name: "hami-values", values: hamiValues(), schedulerName: "hami-scheduler", vendorSource: `source="deviceConfigFile `},
+}
+
+// hamiValues are test/testdata/hami-values.yaml.
+func hamiValues() map[string]any {
+	values, err := manifestgen.ReadValues(filepath.Join(manifestgen.RepoRoot(), manifestgen.HAMiValuesFile))
+	if err != nil {
+		panic(err)
+	}
+	return values
 }
 
 // deviceConfig is HAMi v2.10's chart-default device-config.yaml.
@@ -63,10 +75,11 @@ func deviceConfig() string {
 
 // For each value set, on the installed release: a fractional pod and a
 // multi-card pod run with their cards; a pod that cannot fit runs once
-// the pods holding the cards are deleted; when the leading scheduler
-// stops, the other replica takes over and schedules; a tenant with
-// namespaced pod rights cannot forge HAMi's annotations; and the audit
-// log shows no request of the scheduler or the webhook refused.
+// the pods holding the cards are deleted; the scheduler's metrics Service
+// serves every series HAMi's dashboard and the chart's query; when the
+// leading scheduler stops, the other replica takes over and schedules; a
+// tenant with namespaced pod rights cannot forge HAMi's annotations; and
+// the audit log shows no request of the scheduler or the webhook refused.
 func TestRelease(t *testing.T) {
 	if controlPlane == nil {
 		t.Skip("no control plane: the test binary is not stamped with a Kubernetes release (make test-unit stamps it)")
@@ -120,6 +133,7 @@ func TestRelease(t *testing.T) {
 			preemption(e)
 			nodeUpdate(e)
 			certificateRotation(e, r)
+			scrapeMetrics(e, r)
 			leaderFailover(e, r)
 			tenantCannotForge(e)
 			checkNoForbidden(t, r.Namespace, since)
@@ -728,4 +742,25 @@ func TestAuditCatchesARemovedRule(t *testing.T) {
 		}
 		return false, "none"
 	})
+}
+
+// A value the chart does not honour fails the install, naming it, before
+// anything is applied: HAMi's values with a device-plugin setting, which
+// the device plugin of HAMi's release keeps.
+func TestReleaseRefusesUnhonouredValues(t *testing.T) {
+	if controlPlane == nil {
+		t.Skip("no control plane: the test binary is not stamped with a Kubernetes release (make test-unit stamps it)")
+	}
+	values := hamiValues()
+	values["devicePlugin"] = map[string]any{"deviceSplitCount": 5}
+	r, err := release.Install(t.Context(), controlPlane, release.Options{
+		Values: values, Scheduler: binDir + "/hami-scheduler", Webhook: binDir + "/hami-webhook", Dir: t.TempDir(), Log: logFile,
+	})
+	if err == nil {
+		r.Uninstall()
+		t.Fatal("installed with devicePlugin.deviceSplitCount")
+	}
+	if !strings.Contains(err.Error(), "devicePlugin.deviceSplitCount: it configures HAMi's device plugin") {
+		t.Errorf("error %v, want one naming devicePlugin.deviceSplitCount", err)
+	}
 }

@@ -45,13 +45,31 @@ band that serves the cluster's minor; none serving it fails the render.
 
 {{/*
 The image reference: repository@digest when a digest is set, else
-repository:tag, the tag being image.tag or <appVersion>-k8s1.<band>.
+repository:tag, the tag being image.tag or <appVersion>-k8s1.<band>; the
+repository under HAMi's global.imageRegistry when that is set.
 */}}
 {{- define "hami-scheduler.image" -}}
+{{- $repository := .Values.image.repository -}}
+{{- with .Values.global.imageRegistry }}{{ $repository = printf "%s/%s" (trimSuffix "/" .) $repository }}{{ end -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{ $repository }}@{{ .Values.image.digest }}
 {{- else -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default (printf "%s-k8s1.%s" .Chart.AppVersion (include "hami-scheduler.band" .)) }}
+{{ $repository }}:{{ .Values.image.tag | default (printf "%s-k8s1.%s" .Chart.AppVersion (include "hami-scheduler.band" .)) }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Both pods' imagePullSecrets: imagePullSecrets, and HAMi's
+global.imagePullSecrets (names, or {name: ...} as ours).
+*/}}
+{{- define "hami-scheduler.imagePullSecrets" -}}
+{{- $secrets := list -}}
+{{- range concat .Values.imagePullSecrets .Values.global.imagePullSecrets -}}
+{{- if kindIs "string" . }}{{ $secrets = append $secrets (dict "name" .) }}{{ else }}{{ $secrets = append $secrets . }}{{ end -}}
+{{- end -}}
+{{- with $secrets | uniq -}}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
 {{- end -}}
 {{- end -}}
 
@@ -88,12 +106,16 @@ true
 {{- end -}}
 {{- end -}}
 
-{{/* The name of the ConfigMap holding HAMi's device-config.yaml, empty when none. */}}
+{{/*
+The name of the ConfigMap holding HAMi's device-config.yaml, empty when
+none: deviceConfig.existingConfigMap, or the chart's (<scheduler>-device,
+as HAMi's chart names its own) for a given content or HAMi's rendered one.
+*/}}
 {{- define "hami-scheduler.deviceConfigMap" -}}
 {{- if .Values.deviceConfig.existingConfigMap -}}
 {{ .Values.deviceConfig.existingConfigMap }}
-{{- else if .Values.deviceConfig.content -}}
-hami-scheduler-device
+{{- else if or (include "hami-scheduler.deviceConfigContent" .) (include "hami-scheduler.rendersHAMiDeviceConfig" .) -}}
+{{ include "hami-scheduler.schedulerFullname" . }}-device
 {{- end -}}
 {{- end -}}
 
@@ -112,14 +134,26 @@ hami-scheduler-device
         path: device-config.yaml
 {{- end -}}
 
-{{/* The HAMi plugin's args: scheduler.pluginArgs with the device config's. */}}
+{{/*
+The HAMi plugin's args: scheduler.pluginArgs with HAMi's default policies
+(scheduler.defaultSchedulerPolicy) and the device config's.
+*/}}
 {{- define "hami-scheduler.pluginArgs" -}}
+{{- $root := . -}}
 {{- $args := deepCopy .Values.scheduler.pluginArgs -}}
+{{- range $policy := list "nodeSchedulerPolicy" "gpuSchedulerPolicy" -}}
+{{- with include "hami-scheduler.given" (dict "root" $root "path" (printf "scheduler.defaultSchedulerPolicy.%s" $policy)) -}}
+{{- $_ := set $args $policy (fromJson .).v -}}
+{{- end -}}
+{{- end -}}
 {{- if include "hami-scheduler.deviceConfigMap" . -}}
 {{- $_ := set $args "deviceConfigFile" (include "hami-scheduler.deviceConfigFile" .) -}}
 {{- end -}}
-{{- if .Values.deviceConfig.enableAscend -}}
+{{- if include "hami-scheduler.enableAscend" . -}}
 {{- $_ := set $args "enableAscend" true -}}
+{{- end -}}
+{{- if include "hami-scheduler.enableIluvatar" . -}}
+{{- $_ := set $args "enableIluvatar" true -}}
 {{- end -}}
 {{- if $args -}}
 {{ toYaml $args }}
@@ -163,11 +197,11 @@ clientConnection:
   qps: {{ .Values.scheduler.clientQPS }}
   burst: {{ .Values.scheduler.clientBurst }}
 leaderElection:
-  leaderElect: true
+  leaderElect: {{ .Values.scheduler.leaderElect }}
   # Not kube-scheduler's lease: both schedulers run at once. The Role
   # hami-scheduler-leader-election allows this lease only.
   resourceName: {{ .Values.schedulerName }}
-  resourceNamespace: {{ .Release.Namespace }}
+  resourceNamespace: {{ include "hami-scheduler.namespace" . }}
 profiles:
 - schedulerName: {{ .Values.schedulerName }}
 {{- with .Values.scheduler.percentageOfNodesToScore }}
@@ -207,7 +241,7 @@ profiles:
       # HAMi's business, as HAMi's extender marks them ignoredByScheduler.
       # Nodes advertise nvidia.com/gpu (cards x split count), checked here.
       ignoredResources:
-      {{- toYaml .Values.scheduler.ignoredResources | nindent 6 }}
+      {{- include "hami-scheduler.ignoredResources" . | nindent 6 }}
 {{- with include "hami-scheduler.pluginArgs" . }}
   - name: HAMi
     args:
@@ -236,10 +270,26 @@ profiles:
 {{- end }}
 {{- end -}}
 
-{{/* webhook.resourcePrefixes as a CEL list literal (JSON strings are CEL strings). */}}
+{{/*
+webhook.resourcePrefixes, with the domain (<domain>/) of each resource
+HAMi's keys name that none of them covers, as a CEL list literal (JSON
+strings are CEL strings).
+*/}}
 {{- define "hami-scheduler.resourcePrefixes" -}}
 {{- if not .Values.webhook.resourcePrefixes -}}
 {{- fail "webhook.resourcePrefixes must name at least one resource prefix" -}}
 {{- end -}}
-{{ toJson .Values.webhook.resourcePrefixes }}
+{{- $prefixes := .Values.webhook.resourcePrefixes -}}
+{{- $names := include "hami-scheduler.hamiManagedResources" . | fromYamlArray -}}
+{{- with include "hami-scheduler.given" (dict "root" . "path" "resourceName") }}{{ $names = append $names (fromJson .).v }}{{ end -}}
+{{- range $names -}}
+{{- $name := . -}}
+{{- $covered := false -}}
+{{- range $prefixes }}{{ if hasPrefix . $name }}{{ $covered = true }}{{ end }}{{ end -}}
+{{- if not $covered -}}
+{{- $parts := splitList "/" $name -}}
+{{- $prefixes = append $prefixes (ternary (printf "%s/" (first $parts)) $name (gt (len $parts) 1)) -}}
+{{- end -}}
+{{- end -}}
+{{ toJson $prefixes }}
 {{- end -}}
