@@ -18,7 +18,8 @@ import (
 // switchCluster holds HAMi's scheduler Deployment of release "hami" in
 // kube-system (labels and the extender's --scheduler-name, as HAMi's
 // chart renders them) and hami-scheduler's, at 0 replicas, in
-// hami-system; hami-scheduler's webhook, played by a reactor, gives a
+// hami-system, named as values-beside-hami.yaml names it (the flags'
+// defaults); hami-scheduler's webhook, played by a reactor, gives a
 // dry-run pod labelled hami.io/webhook=ignore the name hami-scheduler.
 func switchCluster() *fake.Clientset {
 	labels := map[string]string{"app.kubernetes.io/component": "hami-scheduler", "app.kubernetes.io/instance": "hami", "app.kubernetes.io/name": "hami"}
@@ -30,8 +31,8 @@ func switchCluster() *fake.Clientset {
 	}
 	zero := int32(0)
 	ours := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "hami-scheduler", Namespace: "hami-system", UID: "ours"},
-		Spec:       appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "hami-scheduler"}}},
+		ObjectMeta: metav1.ObjectMeta{Name: "hami-framework-scheduler", Namespace: "hami-system", UID: "ours"},
+		Spec:       appsv1.DeploymentSpec{Replicas: &zero, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "hami-framework-scheduler"}}},
 	}
 	client := fake.NewClientset([]runtime.Object{hami, ours}...)
 	client.PrependReactor("create", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -56,7 +57,7 @@ func TestSwitchCommand(t *testing.T) {
 	}{
 		{name: "dry run", args: []string{"--hami-namespace", "kube-system", "--dry-run"},
 			wantOut: []string{"HAMi's release hami in namespace kube-system", "Steps (dry run: none is taken):",
-				"1. record", "2. scale Deployment kube-system/hami-scheduler (HAMi's scheduler", "3. scale Deployment hami-system/hami-scheduler (hami-scheduler) to 2"}},
+				"1. record", "2. scale Deployment kube-system/hami-scheduler (HAMi's scheduler", "3. scale Deployment hami-system/hami-framework-scheduler (hami-scheduler) to 2"}},
 		{name: "dry run with replicas", args: []string{"--hami-namespace=kube-system", "--dry-run", "--scheduler-replicas=3"},
 			wantOut: []string{"(hami-scheduler) to 3"}},
 		{name: "dry run back without a switch", args: []string{"--hami-namespace=kube-system", "--dry-run", "--back"},

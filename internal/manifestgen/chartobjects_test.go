@@ -2,7 +2,6 @@ package manifestgen
 
 import (
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,11 +52,7 @@ func renderChart(t *testing.T, values map[string]any, caps *chartutil.Capabiliti
 // hamiValues are the values of test/testdata/hami-values.yaml.
 func hamiValues(t *testing.T) map[string]any {
 	t.Helper()
-	values, err := ReadValues(filepath.Join(RepoRoot(), HAMiValuesFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return values
+	return readValues(t, HAMiValuesFile)
 }
 
 // find is the rendered object of the kind and name, nil when none.

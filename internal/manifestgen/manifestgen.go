@@ -144,6 +144,11 @@ func RenderFor(chartDir, namespace string, values map[string]any, caps *chartuti
 // tests render and install through this chart.
 const HAMiValuesFile = "test/testdata/hami-values.yaml"
 
+// BesideHAMiValuesFile is the chart's values-beside-hami.yaml, relative to
+// the repository root: the values that install the chart beside HAMi's own
+// release, as `kubectl hami switch` needs it (docs/switching.md).
+const BesideHAMiValuesFile = ChartPath + "/values-beside-hami.yaml"
+
 // ReadValues reads a values file, as helm's --values does.
 func ReadValues(path string) (map[string]any, error) {
 	data, err := os.ReadFile(path)

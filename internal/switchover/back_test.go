@@ -24,20 +24,20 @@ func TestSwitchThereAndBack(t *testing.T) {
 	}{{
 		name: "from a standby install",
 		objs: append(hamiObjects(1), ourDeployment(0)),
-		steps: []string{"Deployment hami-system/hami-scheduler (hami-scheduler: it stops before HAMi's starts",
+		steps: []string{"Deployment hami-system/hami-framework-scheduler (hami-scheduler: it stops before HAMi's starts",
 			"Deployment kube-system/hami-scheduler (HAMi's scheduler, and its webhook server) to 1",
 			"create MutatingWebhookConfiguration hami-webhook as recorded", "remove the annotation hami.io/switch-record"},
 		want: observed{hamiReplicas: 1, hamiPods: 1, webhook: true},
 	}, {
 		name: "HAMi with three replicas, hami-scheduler with one",
 		objs: append(hamiObjects(3), withPods(ourDeployment(1))...),
-		steps: []string{"hami-system/hami-scheduler", "kube-system/hami-scheduler (HAMi's scheduler, and its webhook server) to 3",
+		steps: []string{"hami-system/hami-framework-scheduler", "kube-system/hami-scheduler (HAMi's scheduler, and its webhook server) to 3",
 			"create MutatingWebhookConfiguration hami-webhook", "remove the annotation"},
 		want: observed{hamiReplicas: 3, hamiPods: 3, webhook: true},
 	}, {
 		name: "HAMi's release without a webhook",
 		objs: append(withPods(hamiDeployment("hami", "hami", 1, "hami-scheduler")), ourDeployment(0)),
-		steps: []string{"hami-system/hami-scheduler", "kube-system/hami-scheduler (HAMi's scheduler, and its webhook server) to 1",
+		steps: []string{"hami-system/hami-framework-scheduler", "kube-system/hami-scheduler (HAMi's scheduler, and its webhook server) to 1",
 			"remove the annotation"},
 		want: observed{hamiReplicas: 1, hamiPods: 1},
 	}}
@@ -114,5 +114,5 @@ func TestBackLeavesAWebhookConfigurationThere(t *testing.T) {
 	if err := Back(context.Background(), client, o); err != nil {
 		t.Fatal(err)
 	}
-	checkSteps(t, out.String(), []string{"hami-system/hami-scheduler", "kube-system/hami-scheduler", "remove the annotation"})
+	checkSteps(t, out.String(), []string{"hami-system/hami-framework-scheduler", "kube-system/hami-scheduler", "remove the annotation"})
 }

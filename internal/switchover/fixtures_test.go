@@ -70,11 +70,12 @@ func hamiDevicePlugin(fullname string) *appsv1.DaemonSet {
 	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: fullname + "-device-plugin", Namespace: hamiNS}}
 }
 
-// ourDeployment is hami-scheduler's scheduler Deployment.
+// ourDeployment is hami-scheduler's scheduler Deployment, as the chart
+// names it beside HAMi's release (values-beside-hami.yaml).
 func ourDeployment(n int32) *appsv1.Deployment {
-	selector := map[string]string{"app.kubernetes.io/name": "hami-scheduler"}
+	selector := map[string]string{"app.kubernetes.io/name": DefaultDeployment}
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "hami-scheduler", Namespace: oursNS, UID: "ours-uid", Labels: selector},
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultDeployment, Namespace: oursNS, UID: "ours-uid", Labels: selector},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(n),
 			Selector: &metav1.LabelSelector{MatchLabels: selector},

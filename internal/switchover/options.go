@@ -13,11 +13,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Defaults of Options.
+// Defaults of Options. DefaultNamespace and DefaultDeployment are where
+// docs/switching.md installs hami-scheduler beside HAMi's release: in
+// hami-system, with the chart's values-beside-hami.yaml (fullnameOverride
+// hami-framework, whose scheduler Deployment is hami-framework-scheduler).
 const (
 	DefaultHAMiRelease    = "hami"
 	DefaultNamespace      = "hami-system"
-	DefaultDeployment     = "hami-scheduler"
+	DefaultDeployment     = "hami-framework-scheduler"
 	DefaultReplicas       = 2
 	DefaultProbeNamespace = "default"
 	DefaultProbeResource  = corev1.ResourceName("nvidia.com/gpu")

@@ -32,8 +32,8 @@ func Switch(ctx context.Context, client kubernetes.Interface, o Options) error {
 // or its webhook not giving device pods HAMi's scheduler name.
 func checkSwitch(ctx context.Context, client kubernetes.Interface, o Options, s *state) error {
 	if s.ours == nil {
-		return fmt.Errorf("hami-scheduler's Deployment %s/%s does not exist: install hami-scheduler first, its scheduler at 0 replicas "+
-			"(helm install ... --set scheduler.replicas=0), or name it (--scheduler-namespace, --scheduler-deployment)", o.Namespace, o.Deployment)
+		return fmt.Errorf("hami-scheduler's Deployment %s/%s does not exist: install hami-scheduler first beside HAMi's release, its scheduler at 0 replicas "+
+			"(helm install ... -f values-beside-hami.yaml --set scheduler.replicas=0, docs/switching.md), or name it (--scheduler-namespace, --scheduler-deployment)", o.Namespace, o.Deployment)
 	}
 	if s.ours.UID == s.hami.scheduler.UID {
 		return fmt.Errorf("Deployment %s is HAMi's scheduler, not hami-scheduler's (--scheduler-namespace, --scheduler-deployment)", key(s.ours))

@@ -20,7 +20,7 @@ func switched(t *testing.T) []runtime.Object {
 	d := hamiDeployment("hami", "hami", 1, "hami-scheduler")
 	rec := &Record{Version: recordVersion, SchedulerName: "hami-scheduler", Replicas: 1,
 		WebhookConfiguration: keptWebhookConfiguration(hamiWebhook("hami")),
-		HAMiScheduler:        DeploymentRef{Namespace: oursNS, Name: "hami-scheduler"}}
+		HAMiScheduler:        DeploymentRef{Namespace: oursNS, Name: DefaultDeployment}}
 	value, err := rec.encode()
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func TestSwitch(t *testing.T) {
 		objs:  func(*testing.T) []runtime.Object { return append(hamiObjects(1), ourDeployment(0)) },
 		gives: "hami-scheduler",
 		steps: []string{"record HAMi's scheduler replicas (1)", "delete MutatingWebhookConfiguration hami-webhook",
-			"Deployment kube-system/hami-scheduler (HAMi's scheduler, and its webhook server) to 0", "Deployment hami-system/hami-scheduler (hami-scheduler) to 2"},
+			"Deployment kube-system/hami-scheduler (HAMi's scheduler, and its webhook server) to 0", "Deployment hami-system/hami-framework-scheduler (hami-scheduler) to 2"},
 		want: observed{hamiReplicas: 0, hamiPods: 0, webhook: false, ourReplicas: 2, ourPods: 2, record: true},
 	}, {
 		name: "both running: hami-scheduler stops first and comes back with its replicas",
@@ -56,7 +56,7 @@ func TestSwitch(t *testing.T) {
 		},
 		gives: "hami-scheduler",
 		steps: []string{"record HAMi's scheduler replicas (2)", "delete MutatingWebhookConfiguration hami-webhook",
-			"Deployment hami-system/hami-scheduler (hami-scheduler, running beside HAMi's", "Deployment kube-system/hami-scheduler (HAMi's scheduler", "Deployment hami-system/hami-scheduler (hami-scheduler) to 3"},
+			"Deployment hami-system/hami-framework-scheduler (hami-scheduler, running beside HAMi's", "Deployment kube-system/hami-scheduler (HAMi's scheduler", "Deployment hami-system/hami-framework-scheduler (hami-scheduler) to 3"},
 		want: observed{hamiReplicas: 0, hamiPods: 0, ourReplicas: 3, ourPods: 3, record: true},
 	}, {
 		name: "a helm upgrade brought HAMi back: switched again, the first record kept",
@@ -68,8 +68,8 @@ func TestSwitch(t *testing.T) {
 			return append(append(withPods(d), hamiWebhook("hami"), hamiDevicePlugin("hami")), withPods(ourDeployment(2))...)
 		},
 		gives: "hami-scheduler",
-		steps: []string{"delete MutatingWebhookConfiguration hami-webhook", "Deployment hami-system/hami-scheduler (hami-scheduler, running beside",
-			"Deployment kube-system/hami-scheduler (HAMi's scheduler", "Deployment hami-system/hami-scheduler (hami-scheduler) to 2"},
+		steps: []string{"delete MutatingWebhookConfiguration hami-webhook", "Deployment hami-system/hami-framework-scheduler (hami-scheduler, running beside",
+			"Deployment kube-system/hami-scheduler (HAMi's scheduler", "Deployment hami-system/hami-framework-scheduler (hami-scheduler) to 2"},
 		want: observed{ourReplicas: 2, ourPods: 2, record: true},
 	}, {
 		name:  "already switched: nothing to change",
@@ -84,7 +84,7 @@ func TestSwitch(t *testing.T) {
 			return append(objs, hamiWebhook("vgpu-hami"), ourDeployment(0))
 		},
 		gives: "hami-scheduler",
-		steps: []string{"record", "delete MutatingWebhookConfiguration vgpu-hami-webhook", "kube-system/vgpu-hami-scheduler", "hami-system/hami-scheduler"},
+		steps: []string{"record", "delete MutatingWebhookConfiguration vgpu-hami-webhook", "kube-system/vgpu-hami-scheduler", "hami-system/hami-framework-scheduler"},
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,7 +151,7 @@ func TestSwitchRecordsWhatItChanges(t *testing.T) {
 	}
 	want := &Record{Version: recordVersion, SwitchedAt: got.SwitchedAt, SchedulerName: "hami-scheduler", Replicas: 2,
 		WebhookConfiguration: keptWebhookConfiguration(hamiWebhook("hami")),
-		HAMiScheduler:        DeploymentRef{Namespace: oursNS, Name: "hami-scheduler", Replicas: 0}}
+		HAMiScheduler:        DeploymentRef{Namespace: oursNS, Name: DefaultDeployment, Replicas: 0}}
 	want.WebhookConfiguration.UID = ""
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("record (-want +got):\n%s", diff)
@@ -170,7 +170,7 @@ func TestSwitchRefuses(t *testing.T) {
 	}{
 		{"no webhook of hami-scheduler", append(hamiObjects(1), ourDeployment(0)), "", "hami", "hami-scheduler's webhook does not admit device pods"},
 		{"hami-scheduler's webhook gives another name", append(hamiObjects(1), ourDeployment(0)), "gpu-scheduler", "hami", `schedulerName "gpu-scheduler"`},
-		{"hami-scheduler not installed", hamiObjects(1), "hami-scheduler", "hami", "hami-scheduler's Deployment hami-system/hami-scheduler does not exist"},
+		{"hami-scheduler not installed", hamiObjects(1), "hami-scheduler", "hami", "hami-scheduler's Deployment hami-system/hami-framework-scheduler does not exist"},
 		{"no HAMi release of that name", append(hamiObjects(1), ourDeployment(0)), "hami-scheduler", "other", "is HAMi's release other installed there"},
 		{"HAMi's scheduler name unknown", []runtime.Object{func() *appsv1.Deployment {
 			d := hamiDeployment("hami", "hami", 1, "x")
@@ -205,9 +205,9 @@ func TestDryRunChangesNothing(t *testing.T) {
 		steps []string
 	}{
 		{"switch", func(*testing.T) []runtime.Object { return append(hamiObjects(1), ourDeployment(0)) }, false,
-			[]string{"record", "delete MutatingWebhookConfiguration hami-webhook", "kube-system/hami-scheduler", "hami-system/hami-scheduler"}},
+			[]string{"record", "delete MutatingWebhookConfiguration hami-webhook", "kube-system/hami-scheduler", "hami-system/hami-framework-scheduler"}},
 		{"back", func(t *testing.T) []runtime.Object { return append(switched(t), withPods(ourDeployment(2))...) }, true,
-			[]string{"hami-system/hami-scheduler", "kube-system/hami-scheduler (HAMi's scheduler, and its webhook server) to 1", "create MutatingWebhookConfiguration hami-webhook", "remove the annotation"}},
+			[]string{"hami-system/hami-framework-scheduler", "kube-system/hami-scheduler (HAMi's scheduler, and its webhook server) to 1", "create MutatingWebhookConfiguration hami-webhook", "remove the annotation"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
