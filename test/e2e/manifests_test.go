@@ -184,7 +184,7 @@ func TestChartApplyDryRun(t *testing.T) {
 		}},
 		// HAMi v2.10's value keys (internal/manifestgen's TestHAMiValuesFile
 		// checks their effects).
-		{name: "HAMi's values", values: hamiValues(t), check: func(t *testing.T, objs []*unstructured.Unstructured) {
+		{name: "HAMi's values", values: hamiUserValues(t), check: func(t *testing.T, objs []*unstructured.Unstructured) {
 			if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {
 				return o.GetKind() == "ConfigMap" && o.GetName() == "hami-scheduler-device"
 			}) {
@@ -215,8 +215,8 @@ func TestChartApplyDryRun(t *testing.T) {
 	}
 }
 
-// hamiValues are test/testdata/hami-values.yaml: HAMi v2.10's value keys.
-func hamiValues(t *testing.T) map[string]any {
+// hamiUserValues are test/testdata/hami-values.yaml: HAMi v2.10's value keys.
+func hamiUserValues(t *testing.T) map[string]any {
 	t.Helper()
 	values, err := manifestgen.ReadValues(filepath.Join(manifestgen.RepoRoot(), manifestgen.HAMiValuesFile))
 	if err != nil {
