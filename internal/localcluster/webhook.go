@@ -41,8 +41,11 @@ type WebhookOptions struct {
 	// further to namespaces carrying these labels (an e2e test scopes its
 	// webhook to its own namespace this way); the shipped exclusions stay.
 	NamespaceLabels map[string]string
+	// Configuration is the MutatingWebhookConfiguration to register, e.g.
+	// one the chart renders with other values (nil: manifests/webhook.yaml's).
+	Configuration *admissionv1.MutatingWebhookConfiguration
 	// ConfigurationName names the MutatingWebhookConfiguration
-	// (default: the shipped name, hami-webhook).
+	// (default: Configuration's name, else the shipped one, hami-webhook).
 	ConfigurationName string
 	// Vendors are the vendors whose defaults the webhook applies, as the
 	// scheduler's device config enables them (nil: NVIDIA alone).
@@ -160,12 +163,16 @@ func (w *Webhook) register(ctx context.Context, opts WebhookOptions) error {
 }
 
 // ShippedWebhookConfiguration is the MutatingWebhookConfiguration of
-// manifests/webhook.yaml, pointed at url (instead of the in-cluster
-// Service) with ca as its CA bundle, and narrowed by opts.
+// manifests/webhook.yaml (or opts.Configuration), pointed at url (instead
+// of the in-cluster Service) with ca as its CA bundle, and narrowed by
+// opts.
 func ShippedWebhookConfiguration(url string, ca []byte, opts WebhookOptions) (*admissionv1.MutatingWebhookConfiguration, error) {
-	config, err := shippedMutatingWebhook()
-	if err != nil {
-		return nil, err
+	config := opts.Configuration.DeepCopy()
+	if config == nil {
+		var err error
+		if config, err = shippedMutatingWebhook(); err != nil {
+			return nil, err
+		}
 	}
 	if opts.ConfigurationName != "" {
 		config.Name = opts.ConfigurationName

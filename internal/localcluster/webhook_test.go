@@ -30,6 +30,8 @@ func TestShippedWebhookConfiguration(t *testing.T) {
 		{name: "as shipped", wantName: shipped.Name},
 		{name: "scoped to labelled namespaces", opts: WebhookOptions{ConfigurationName: "e2e", NamespaceLabels: map[string]string{"e2e": "on"}},
 			wantName: "e2e", wantAlso: map[string]string{"e2e": "on"}},
+		{name: "another configuration (e.g. rendered with other values)", opts: WebhookOptions{Configuration: renamed(shipped, "rendered")},
+			wantName: "rendered"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -63,4 +65,11 @@ func TestShippedWebhookConfiguration(t *testing.T) {
 			}
 		})
 	}
+}
+
+// renamed is a copy of the configuration with another name.
+func renamed(c *admissionv1.MutatingWebhookConfiguration, name string) *admissionv1.MutatingWebhookConfiguration {
+	c = c.DeepCopy()
+	c.Name = name
+	return c
 }

@@ -57,12 +57,7 @@ func hamiValues(t *testing.T) map[string]any {
 
 // find is the rendered object of the kind and name, nil when none.
 func (c *chartObjects) find(kind, name string) *unstructured.Unstructured {
-	for _, o := range c.objs {
-		if o.GetKind() == kind && o.GetName() == name {
-			return o
-		}
-	}
-	return nil
+	return Find(c.objs, kind, name)
 }
 
 // get is the rendered object of the kind and name, decoded into out.

@@ -38,6 +38,17 @@ func Decode(docs []string) ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
+// Find is the first object of the kind, and of the name unless name is
+// empty; nil when there is none.
+func Find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && (name == "" || o.GetName() == name) {
+			return o
+		}
+	}
+	return nil
+}
+
 // ObjectKey names an object in messages: apiVersion/Kind namespace/name.
 func ObjectKey(o *unstructured.Unstructured) string {
 	return o.GetAPIVersion() + "/" + o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()

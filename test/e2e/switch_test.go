@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
@@ -39,8 +40,13 @@ const switchLabel = "e2e.hami.io/switch"
 // shapes it (hamirelease_test.go), while device pods keep being created,
 // then switches back.
 //
+// hami-scheduler is installed beside HAMi's release as docs/switching.md
+// says, from the chart with its values-beside-hami.yaml: its objects
+// carry names of their own (hami-framework-*), its metrics Service no node
+// port, and the switch finds them with its default flags.
+//
 // What is real: the API server, the switch, hami-scheduler's webhook
-// (registered from the shipped configuration), the Deployment and
+// (registered as the chart renders its configuration), the Deployment and
 // ReplicaSet controllers, and the simulated kubelets that run both
 // schedulers' pods and the device pods. What is modelled: HAMi's
 // scheduler is its Deployment and pods only (HAMi's image does not run
@@ -163,55 +169,81 @@ func labelNamespace(t *testing.T, ns string, labels map[string]string) {
 }
 
 // installStandbyHAMiScheduler installs hami-scheduler as docs/switching.md
-// says before a switch: its webhook registered (here the in-process
-// webhook with the shipped configuration, named other than HAMi's
-// hami-webhook, scoped to the test's namespace) and its scheduler
-// Deployment and ServiceAccount rendered from the chart with
-// scheduler.replicas=0 (and scheduler.nodeSelector, the test's nodes).
+// says before a switch, from the chart rendered with its
+// values-beside-hami.yaml and scheduler.replicas=0 (and
+// scheduler.nodeSelector, the test's nodes): the scheduler's
+// ServiceAccount, Deployment and metrics Service (beside HAMi's NodePort
+// Service), and the MutatingWebhookConfiguration under its rendered name,
+// registered for the in-process webhook (its URL and CA instead of the
+// Service, scoped to the test's namespace).
 func installStandbyHAMiScheduler(t *testing.T, namespace string, nodeSelector map[string]string) (stop func()) {
 	t.Helper()
-	w, err := localcluster.StartWebhook(t.Context(), controlPlane.Config, localcluster.WebhookOptions{
-		ConfigurationName: "hami-scheduler-webhook",
-		NamespaceLabels:   map[string]string{switchLabel: "on"},
+	objs := renderBesideHAMi(t, namespace, map[string]any{"replicas": 0, "nodeSelector": anyValues(nodeSelector)})
+	name := switchover.DefaultDeployment
+	var (
+		account    corev1.ServiceAccount
+		deployment appsv1.Deployment
+		service    corev1.Service
+		config     admissionv1.MutatingWebhookConfiguration
+	)
+	for _, want := range []struct {
+		kind, name string
+		into       any
+	}{
+		{"ServiceAccount", name, &account}, {"Deployment", name, &deployment}, {"Service", name, &service},
+		{"MutatingWebhookConfiguration", "", &config},
+	} {
+		o := manifestgen.Find(objs, want.kind, want.name)
+		if o == nil {
+			t.Fatalf("the chart with %s renders no %s %s", manifestgen.BesideHAMiValuesFile, want.kind, want.name)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, want.into); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, c := t.Context(), controlPlane.Client
+	if _, err := c.CoreV1().ServiceAccounts(namespace).Create(ctx, &account, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AppsV1().Deployments(namespace).Create(ctx, &deployment, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Services(namespace).Create(ctx, &service, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := localcluster.StartWebhook(ctx, controlPlane.Config, localcluster.WebhookOptions{
+		Configuration:   &config,
+		NamespaceLabels: map[string]string{switchLabel: "on"},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered, err := manifestgen.Render(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), namespace, map[string]any{
-		"scheduler": map[string]any{"replicas": 0, "nodeSelector": anyValues(nodeSelector)},
-	})
+	return w.Stop
+}
+
+// renderBesideHAMi is the chart rendered for a release in namespace with
+// its values-beside-hami.yaml, and scheduler values over them.
+func renderBesideHAMi(t *testing.T, namespace string, scheduler map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	values, err := manifestgen.ReadValues(filepath.Join(manifestgen.RepoRoot(), manifestgen.BesideHAMiValuesFile))
 	if err != nil {
-		w.Stop()
+		t.Fatal(err)
+	}
+	ours, _ := values["scheduler"].(map[string]any)
+	if ours == nil {
+		ours = map[string]any{}
+	}
+	maps.Copy(ours, scheduler)
+	values["scheduler"] = ours
+	rendered, err := manifestgen.Render(filepath.Join(manifestgen.RepoRoot(), manifestgen.ChartPath), namespace, values)
+	if err != nil {
 		t.Fatal(err)
 	}
 	objs, err := manifestgen.Decode(manifestgen.Documents(rendered))
 	if err != nil {
-		w.Stop()
 		t.Fatal(err)
 	}
-	var account corev1.ServiceAccount
-	var deployment appsv1.Deployment
-	for _, o := range objs {
-		switch {
-		case o.GetKind() == "ServiceAccount" && o.GetName() == "hami-scheduler":
-			err = runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &account)
-		case o.GetKind() == "Deployment" && o.GetName() == "hami-scheduler":
-			err = runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &deployment)
-		}
-		if err != nil {
-			w.Stop()
-			t.Fatal(err)
-		}
-	}
-	if _, err := controlPlane.Client.CoreV1().ServiceAccounts(namespace).Create(t.Context(), &account, metav1.CreateOptions{}); err != nil {
-		w.Stop()
-		t.Fatal(err)
-	}
-	if _, err := controlPlane.Client.AppsV1().Deployments(namespace).Create(t.Context(), &deployment, metav1.CreateOptions{}); err != nil {
-		w.Stop()
-		t.Fatal(err)
-	}
-	return w.Stop
+	return objs
 }
 
 // anyValues is a string map as Helm values.
@@ -493,7 +525,7 @@ func checkHAMiAsBefore(t *testing.T, r *hamiRelease, before hamiSnapshot) {
 // checkStandby: hami-scheduler's Deployment is back at 0, with no pod.
 func checkStandby(t *testing.T, namespace string) {
 	t.Helper()
-	d, err := controlPlane.Client.AppsV1().Deployments(namespace).Get(t.Context(), "hami-scheduler", metav1.GetOptions{})
+	d, err := controlPlane.Client.AppsV1().Deployments(namespace).Get(t.Context(), switchover.DefaultDeployment, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
