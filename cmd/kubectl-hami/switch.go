@@ -32,7 +32,8 @@ type SwitchOptions struct {
 const switchExample = `  # See what the switch from HAMi's release "hami" in kube-system would change
   kubectl hami switch --hami-namespace kube-system --dry-run
 
-  # Switch: hami-scheduler (installed in hami-system, its scheduler at 0 replicas) takes over
+  # Switch: hami-scheduler (installed in hami-system with values-beside-hami.yaml,
+  # its scheduler at 0 replicas) takes over
   kubectl hami switch --hami-namespace kube-system
 
   # Back to HAMi's scheduler and webhook, as the switch recorded them
@@ -46,8 +47,8 @@ func newSwitchCommand(cf *genericclioptions.ConfigFlags, streams genericiooption
 		Use:   "switch --hami-namespace NAMESPACE [--back] [--dry-run]",
 		Short: "Hand device scheduling from HAMi's scheduler and webhook to hami-scheduler, or back",
 		Long: `Hand the scheduling of device pods from HAMi's release (its chart, Project-HAMi/HAMi
-v2.10 charts/hami) to hami-scheduler, installed beforehand with its scheduler at 0
-replicas and its webhook registered:
+v2.10 charts/hami) to hami-scheduler, installed beforehand beside it (the chart's
+values-beside-hami.yaml) with its scheduler at 0 replicas and its webhook registered:
 
   1. record HAMi's scheduler replicas and webhook configuration in the annotation
      hami.io/switch-record of HAMi's scheduler Deployment;
