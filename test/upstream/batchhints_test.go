@@ -11,7 +11,7 @@ import (
 // batchHints are the opportunistic-batching hints each workload used (the
 // scheduler's batch_attempts_total with result hint_used, every profile),
 // by workloadOf's key and variant: evidence that batching applied.
-var batchHints = map[string]map[variant]float64{}
+var batchHints measured
 
 // countBatchHints records, when the workload ends and before scheduler_perf
 // resets the metrics registry, the batching hints it used.
@@ -22,13 +22,7 @@ func countBatchHints(tCtx ktesting.TContext) error {
 			tCtx.Logf("no batching figures: %v", err)
 			return
 		}
-		key, v := workloadOf(tCtx.Name())
-		cpuMu.Lock()
-		defer cpuMu.Unlock()
-		if batchHints[key] == nil {
-			batchHints[key] = map[variant]float64{}
-		}
-		batchHints[key][v] = used
+		batchHints.set(tCtx.Name(), used)
 	})
 	return nil
 }

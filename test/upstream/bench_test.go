@@ -184,8 +184,6 @@ func printFigures(b *testing.B, since time.Time) {
 	var sb strings.Builder
 	w := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "workload\tpods/s HAMi\tpods/s plain\tHAMi/plain\tattempt p99 HAMi (ms)\tattempt p99 plain (ms)\tSLI p99 HAMi (ms)\tscheduler CPU/pod HAMi (ms)\tscheduler CPU/pod plain (ms)\tbatch hints HAMi\tbatch hints plain\t")
-	cpuMu.Lock()
-	defer cpuMu.Unlock()
 	for _, n := range names {
 		h, p := results[n][withHAMi], results[n][withoutHAMi]
 		ratio := "-"
@@ -193,29 +191,11 @@ func printFigures(b *testing.B, since time.Time) {
 			ratio = fmt.Sprintf("%.1f%%", 100*h.podsPerSecond/p.podsPerSecond)
 		}
 		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%s\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t\n", n, h.podsPerSecond, p.podsPerSecond, ratio, h.attemptP99, p.attemptP99, h.sliP99,
-			milliseconds(cpuPerPod[n], withHAMi), milliseconds(cpuPerPod[n], withoutHAMi),
-			count(batchHints[n], withHAMi), count(batchHints[n], withoutHAMi))
+			cpuPerPod.cell(n, withHAMi, 1000, "%.2f"), cpuPerPod.cell(n, withoutHAMi, 1000, "%.2f"),
+			batchHints.cell(n, withHAMi, 1, "%.0f"), batchHints.cell(n, withoutHAMi, 1, "%.0f"))
 	}
 	w.Flush()
 	fmt.Print("\n" + sb.String())
-}
-
-// milliseconds is the variant's CPU per pod in ms, "-" when not measured.
-func milliseconds(perPod map[variant]float64, v variant) string {
-	s, ok := perPod[v]
-	if !ok {
-		return "-"
-	}
-	return fmt.Sprintf("%.2f", 1000*s)
-}
-
-// count is the variant's count, "-" when not measured.
-func count(counts map[variant]float64, v variant) string {
-	c, ok := counts[v]
-	if !ok {
-		return "-"
-	}
-	return fmt.Sprintf("%.0f", c)
 }
 
 // workloadOf splits a data item's name,

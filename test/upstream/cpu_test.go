@@ -39,11 +39,11 @@ type profiledCase struct {
 }
 
 var (
-	cpuMu sync.Mutex
+	profiledMu sync.Mutex
 	// profiled are the cases writeCases wrapped, by <topic>/<variant>/<case>.
 	profiled = map[string]profiledCase{}
-	// cpuPerPod are the results, in seconds, by workloadOf's key and variant.
-	cpuPerPod = map[string]map[variant]float64{}
+	// cpuPerPod are the results, in seconds.
+	cpuPerPod measured
 )
 
 // profileMeasuredOp wraps the case's first createPods op that collects
@@ -63,9 +63,9 @@ func profileMeasuredOp(tc object, key string) {
 		start := object{"opcode": "startCollectingProfile", "type": "CPU", "filePath": pc.file}
 		stop := object{"opcode": "stopCollectingProfile", "type": "CPU"}
 		tc["workloadTemplate"] = append(ops[:i:i], append([]any{start, o, stop}, ops[i+1:]...)...)
-		cpuMu.Lock()
+		profiledMu.Lock()
 		profiled[key] = pc
-		cpuMu.Unlock()
+		profiledMu.Unlock()
 		return
 	}
 }
@@ -87,9 +87,9 @@ func recordCPU(tCtx ktesting.TContext, w *perf.Workload) {
 	if dir == "" || len(parts) < 5 {
 		return
 	}
-	cpuMu.Lock()
+	profiledMu.Lock()
 	pc, ok := profiled[strings.Join(parts[1:4], "/")]
-	cpuMu.Unlock()
+	profiledMu.Unlock()
 	if !ok {
 		return
 	}
@@ -110,13 +110,7 @@ func recordCPU(tCtx ktesting.TContext, w *perf.Workload) {
 		tCtx.Logf("no CPU per pod: %v", err)
 		return
 	}
-	key, v := workloadOf(name)
-	cpuMu.Lock()
-	defer cpuMu.Unlock()
-	if cpuPerPod[key] == nil {
-		cpuPerPod[key] = map[variant]float64{}
-	}
-	cpuPerPod[key][v] = seconds / float64(pods)
+	cpuPerPod.set(name, seconds/float64(pods))
 }
 
 // measuredPods resolves the measured op's pod count for the workload.
