@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	schedulerscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
@@ -40,12 +41,12 @@ func AddToScheme(s *runtime.Scheme) {
 // hands its factory: the typed object a configuration file decodes to, raw
 // JSON (decoded strictly), or nil (every default).
 func ArgsFrom(obj runtime.Object) (*config.HAMiArgs, error) {
-	return argsFrom[configv1.HAMiArgs, config.HAMiArgs](obj, "HAMiArgs")
+	return argsFrom[configv1.HAMiArgs, config.HAMiArgs](obj, configv1.SchemeGroupVersion.WithKind("HAMiArgs"))
 }
 
 // CoschedulingArgsFrom is ArgsFrom for the Coscheduling plugin's args.
 func CoschedulingArgsFrom(obj runtime.Object) (*config.CoschedulingArgs, error) {
-	return argsFrom[configv1.CoschedulingArgs, config.CoschedulingArgs](obj, "CoschedulingArgs")
+	return argsFrom[configv1.CoschedulingArgs, config.CoschedulingArgs](obj, configv1.SchemeGroupVersion.WithKind("CoschedulingArgs"))
 }
 
 // versioned and internal are an args kind's v1 and internal types.
@@ -62,11 +63,11 @@ type (
 
 // argsFrom converts obj, of kind's v1 or internal type, raw or nil, to the
 // internal type with defaults applied.
-func argsFrom[V, I any, PV versioned[V], PI internal[I]](obj runtime.Object, kind string) (PI, error) {
+func argsFrom[V, I any, PV versioned[V], PI internal[I]](obj runtime.Object, gvk schema.GroupVersionKind) (PI, error) {
 	switch a := obj.(type) {
 	case PI:
 		if a == nil {
-			return argsFrom[V, I, PV, PI](nil, kind)
+			return argsFrom[V, I, PV, PI](nil, gvk)
 		}
 		return a, nil
 	case PV:
@@ -81,23 +82,22 @@ func argsFrom[V, I any, PV versioned[V], PI internal[I]](obj runtime.Object, kin
 		}
 		return out, nil
 	case nil:
-		return argsFrom[V, I, PV, PI](PV(new(V)), kind)
+		return argsFrom[V, I, PV, PI](PV(new(V)), gvk)
 	case *runtime.Unknown:
 		if len(a.Raw) == 0 {
-			return argsFrom[V, I, PV, PI](nil, kind)
+			return argsFrom[V, I, PV, PI](nil, gvk)
 		}
-		gvk := configv1.SchemeGroupVersion.WithKind(kind)
 		decoded, _, err := codecs.UniversalDecoder().Decode(a.Raw, &gvk, nil)
 		if err != nil {
-			return nil, fmt.Errorf("decode %s: %w", kind, err)
+			return nil, fmt.Errorf("decode %s: %w", gvk.Kind, err)
 		}
 		out, ok := decoded.(PI)
 		if !ok {
-			return nil, fmt.Errorf("decode %s: got %T", kind, decoded)
+			return nil, fmt.Errorf("decode %s: got %T", gvk.Kind, decoded)
 		}
 		return out, nil
 	default:
-		return nil, fmt.Errorf("args of type %T, want %s", obj, kind)
+		return nil, fmt.Errorf("args of type %T, want %s", obj, gvk.Kind)
 	}
 }
 

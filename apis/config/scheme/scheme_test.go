@@ -382,3 +382,40 @@ func unsetenv(t *testing.T, key string) {
 		t.Fatal(err)
 	}
 }
+
+// HAMiDynamicResources takes kube-scheduler's DynamicResourcesArgs: nil
+// or empty is its defaults, raw JSON decodes strictly, typed args pass.
+func TestDynamicResourcesArgsFrom(t *testing.T) {
+	tenSeconds, tenMinutes := &metav1.Duration{Duration: 10 * time.Second}, &metav1.Duration{Duration: 10 * time.Minute}
+	tests := []struct {
+		name    string
+		obj     runtime.Object
+		want    *schedconfig.DynamicResourcesArgs
+		wantErr string
+	}{
+		{name: "nil: defaults", want: &schedconfig.DynamicResourcesArgs{FilterTimeout: tenSeconds, BindingTimeout: tenMinutes}},
+		{name: "empty raw: defaults", obj: &runtime.Unknown{}, want: &schedconfig.DynamicResourcesArgs{FilterTimeout: tenSeconds, BindingTimeout: tenMinutes}},
+		{name: "raw", obj: &runtime.Unknown{Raw: []byte(`{"filterTimeout":"3s"}`)},
+			want: &schedconfig.DynamicResourcesArgs{FilterTimeout: &metav1.Duration{Duration: 3 * time.Second}, BindingTimeout: tenMinutes}},
+		{name: "typed", obj: &schedconfig.DynamicResourcesArgs{FilterTimeout: &metav1.Duration{}},
+			want: &schedconfig.DynamicResourcesArgs{FilterTimeout: &metav1.Duration{}}},
+		{name: "unknown field", obj: &runtime.Unknown{Raw: []byte(`{"filterTimout":"3s"}`)}, wantErr: `unknown field "filterTimout"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := scheme.DynamicResourcesArgsFrom(tt.obj)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("args (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
