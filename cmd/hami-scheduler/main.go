@@ -47,9 +47,11 @@ func main() {
 // (withServerEmulation), then sets its feature gates.
 func newCommand() *cobra.Command {
 	plugins.RegisterMetrics()
-	return withConfigCheck(withServerEmulation(withMetricsListener(app.NewSchedulerCommand(
+	options := append([]app.Option{
 		app.WithPlugin(plugins.Name, plugins.New),
-		app.WithPlugin(coscheduling.Name, coscheduling.New)))))
+		app.WithPlugin(coscheduling.Name, coscheduling.New),
+	}, bandPlugins()...)
+	return withConfigCheck(withServerEmulation(withMetricsListener(app.NewSchedulerCommand(options...))))
 }
 
 // metricsBindFlag serves the metrics registry (kube-scheduler's and

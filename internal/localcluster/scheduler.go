@@ -25,7 +25,6 @@ import (
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
-	"github.com/hami-scheduler/hami-scheduler/plugins/coscheduling"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
@@ -77,15 +76,13 @@ type Scheduler struct {
 
 // registry is profile.Registry, keeping the plugin instance it builds.
 func (s *Scheduler) registry(extra frameworkruntime.Registry) frameworkruntime.Registry {
-	r := frameworkruntime.Registry{
-		plugins.Name: func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
-			p, err := plugins.New(ctx, obj, h)
-			if err == nil {
-				s.plugin.Store(p.(*plugins.Plugin))
-			}
-			return p, err
-		},
-		coscheduling.Name: coscheduling.New,
+	r := profile.Registry()
+	r[plugins.Name] = func(ctx context.Context, obj runtime.Object, h fwk.Handle) (fwk.Plugin, error) {
+		p, err := plugins.New(ctx, obj, h)
+		if err == nil {
+			s.plugin.Store(p.(*plugins.Plugin))
+		}
+		return p, err
 	}
 	maps.Copy(r, extra)
 	return r

@@ -9,6 +9,7 @@ package profile
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +49,9 @@ const (
 
 // Registry holds the out-of-tree plugins the profile names.
 func Registry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{plugins.Name: plugins.New, coscheduling.Name: coscheduling.New}
+	r := frameworkruntime.Registry{plugins.Name: plugins.New, coscheduling.Name: coscheduling.New}
+	maps.Copy(r, bandPlugins())
+	return r
 }
 
 // IgnoredResources are the resources NodeResourcesFit must not look for on

@@ -13,6 +13,7 @@ import (
 	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
+	"github.com/hami-scheduler/hami-scheduler/plugins/dynamicresources"
 )
 
 // The deployment manifest and the Go profile are the same configuration.
@@ -93,6 +94,18 @@ func TestProfiles(t *testing.T) {
 			i := slices.IndexFunc(multi, func(p config.Plugin) bool { return p.Name == plugins.Name })
 			if i < 0 || multi[i].Weight != Weight {
 				t.Errorf("multiPoint %v: want %s with weight %d", multi, plugins.Name, Weight)
+			}
+			// kube-scheduler's DynamicResources runs as HAMiDynamicResources
+			// (blind to HAMi's resources), before DefaultPreemption as
+			// upstream orders the two, and DefaultPreemption's PostFilter
+			// still runs before HAMi's and Coscheduling's.
+			names := make([]string, len(multi))
+			for i, p := range multi {
+				names[i] = p.Name
+			}
+			dra, preempt, hamiAt := slices.Index(names, dynamicresources.Name), slices.Index(names, "DefaultPreemption"), slices.Index(names, plugins.Name)
+			if slices.Contains(names, "DynamicResources") || dra < 0 || !(dra < preempt && preempt < hamiAt) {
+				t.Errorf("multiPoint %v: want %s, DefaultPreemption, %s in that order, and no DynamicResources", names, dynamicresources.Name, plugins.Name)
 			}
 			for _, def := range []string{"NodeResourcesFit", "NodeAffinity", "TaintToleration", "DefaultBinder"} {
 				if !slices.ContainsFunc(multi, func(p config.Plugin) bool { return p.Name == def }) {

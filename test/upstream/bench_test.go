@@ -18,13 +18,12 @@ import (
 	perf "k8s.io/kubernetes/test/integration/scheduler_perf"
 	"k8s.io/kubernetes/test/utils/client-go/ktesting"
 
-	"github.com/hami-scheduler/hami-scheduler/plugins"
-	"github.com/hami-scheduler/hami-scheduler/plugins/coscheduling"
+	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
 // registry is what hami-scheduler compiles into kube-scheduler.
 func registry() frameworkruntime.Registry {
-	return frameworkruntime.Registry{plugins.Name: plugins.New, coscheduling.Name: coscheduling.New}
+	return profile.Registry()
 }
 
 // BenchmarkUpstream runs each of upstream's topics (-topics) with each

@@ -223,7 +223,25 @@ profiles:
     # usual; HAMi joins at each extension point it implements (PreFilter,
     # Filter, PostFilter, Score, Reserve, PreBind, PostBind, queueing hints).
     multiPoint:
+{{- $dra := ge (include "hami-scheduler.band" . | int) 37 }}
+{{- if $dra }}
+      # kube-scheduler's DynamicResources takes charge of every extended
+      # resource of a pod once a DeviceClass maps one of them (1.36+, e.g.
+      # nvidia.com/gpu by NVIDIA's DRA driver), and would refuse HAMi's
+      # share resources on every node. HAMiDynamicResources is the same
+      # plugin shown each pod without the resources HAMi places; the pod's
+      # ResourceClaims stay its own. DefaultPreemption follows it, as
+      # upstream orders the two.
+      disabled:
+      - name: DynamicResources
+      - name: DefaultPreemption
+{{- end }}
       enabled:
+{{- if $dra }}
+      - name: HAMiDynamicResources
+        weight: 2
+      - name: DefaultPreemption
+{{- end }}
       - name: HAMi
         # HAMi's node policy (binpack/spread of device use) outweighs the
         # default cpu/memory spreading, as HAMi's extender's decision does.
