@@ -158,19 +158,26 @@ func startVendorCluster(t *testing.T, name string, mutate func(i int, n *corev1.
 	}
 	e := newEnv(t, name)
 	e.vendors = registry.Vendors()
-	// The webhook, as hami-local runs it, for this namespace only.
-	patch := []byte(`{"metadata":{"labels":{"` + webhookLabel + `":"` + name + `"}}}`)
+	e.startWebhook(configs)
+	return e, registry, e.addNodes(simnode.EveryVendorSpec, mutate)
+}
+
+// startWebhook runs the webhook, as hami-local runs it, for the test's
+// namespace only, with the vendors' configs (nil: its default, NVIDIA),
+// until the test ends.
+func (e *env) startWebhook(configs []devices.Config) {
+	e.t.Helper()
+	patch := []byte(`{"metadata":{"labels":{"` + webhookLabel + `":"` + e.ns + `"}}}`)
 	if _, err := controlPlane.Client.CoreV1().Namespaces().Patch(e.ctx, e.ns, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	w, err := localcluster.StartWebhook(e.ctx, controlPlane.Config, localcluster.WebhookOptions{
-		ConfigurationName: "hami-webhook-" + name, NamespaceLabels: map[string]string{webhookLabel: name}, Vendors: configs,
+		ConfigurationName: "hami-webhook-" + e.ns, NamespaceLabels: map[string]string{webhookLabel: e.ns}, Vendors: configs,
 	})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	t.Cleanup(w.Stop)
-	return e, registry, e.addNodes(simnode.EveryVendorSpec, mutate)
+	e.t.Cleanup(w.Stop)
 }
 
 // vendorClusterArgs are the scheduler's args on the every-vendor cluster:
