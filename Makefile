@@ -79,7 +79,8 @@ FORCE:
 # The local cluster: control plane, simulated GPU nodes and hami-scheduler in
 # one process (cmd/hami-local). RUN_ARGS passes flags, e.g. RUN_ARGS='-nodes "4 nodes x 8 cards of NVIDIA A100 40 GiB"'.
 # No -trimpath: the in-process kube-apiserver finds its test certificates by source path.
-run: $(BIN)/hami-local
+# RUN_ARGS=-kueue also runs Kueue (docs/kueue.md), built first.
+run: $(BIN)/hami-local $(if $(findstring -kueue,$(RUN_ARGS)),$(BIN)/kueue)
 	./$(BIN)/hami-local $(RUN_ARGS)
 
 $(BIN)/hami-local: FORCE
@@ -92,8 +93,9 @@ test: lint test-unit test-race
 # /version, and test/release's hami-scheduler processes accept it.
 TEST_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION)
 
-test-unit:
-	$(GO) test -count=1 -ldflags '$(TEST_LDFLAGS)' ./...
+# test/kueue runs Kueue's controller-manager, built from Go modules.
+test-unit: $(BIN)/kueue
+	HAMI_KUEUE_BINARY=$(abspath $(BIN)/kueue) $(GO) test -count=1 -ldflags '$(TEST_LDFLAGS)' ./...
 
 # The compatibility suite (test/compat) against each release's own
 # kube-apiserver, built from Go modules and cached (hack/build-kube-apiserver.sh).
@@ -176,6 +178,13 @@ test-upstream: $(BIN)/etcd
 
 $(BIN)/etcd: FORCE
 	$(GO) build -o $@ ./hack/etcd
+
+# Kueue's controller-manager (sigs.k8s.io/kueue's cmd/kueue) for make run
+# RUN_ARGS=-kueue and test/kueue, built from Go modules in hack/kueue, a
+# module of its own: Kueue pins older Kubernetes libraries than ours. Cold,
+# it compiles Kueue and its Kubernetes libraries (see docs/kueue.md).
+$(BIN)/kueue: hack/kueue/go.mod hack/kueue/go.sum
+	cd hack/kueue && $(GO) build -o $(abspath $@) sigs.k8s.io/kueue/cmd/kueue
 
 test-chaos:
 	$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' ./test/e2e -args -chaos-seeds=$(CHAOS_SEEDS) $(if $(CHAOS_SEED),-chaos-seed=$(CHAOS_SEED))
