@@ -47,9 +47,9 @@ func main() {
 // (withServerEmulation), then sets its feature gates.
 func newCommand() *cobra.Command {
 	plugins.RegisterMetrics()
-	return withConfigCheck(withServerEmulation(withMetricsListener(app.NewSchedulerCommand(
-		app.WithPlugin(plugins.Name, plugins.New),
-		app.WithPlugin(coscheduling.Name, coscheduling.New)))))
+	return withConfigCheck(withServerEmulation(withCardFit(withMetricsListener(app.NewSchedulerCommand(
+		app.WithPlugin(plugins.Name, newPlugin),
+		app.WithPlugin(coscheduling.Name, coscheduling.New))))))
 }
 
 // metricsBindFlag serves the metrics registry (kube-scheduler's and
