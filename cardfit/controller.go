@@ -6,10 +6,12 @@ import (
 	"math"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -131,8 +133,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(c.client, 0)
 	workloads := factory.ForResource(gvr(version, workloadsResource))
 	checks := factory.ForResource(gvr(version, admissionChecksResource))
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "card-fit"})
+	// The untyped queue: the band of Kubernetes 1.30 builds this package
+	// with client-go 0.30, before the typed one.
+	queue := workqueue.NewRateLimitingQueueWithConfig(workqueue.DefaultControllerRateLimiter(), //nolint:staticcheck // see above
+		workqueue.RateLimitingQueueConfig{Name: "card-fit"})
 	defer queue.ShutDown()
 	enqueue := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { queue.Add(roundKey) },
@@ -149,7 +153,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), workloads.Informer().HasSynced, checks.Informer().HasSynced) {
 		return nil
 	}
-	r := &runner{c: c, version: version, workloads: workloads.Lister(), checks: checks.Lister()}
+	r := &runner{c: c, version: version, workloads: workloads.Lister(), checks: checks.Lister(), answered: map[types.UID]string{}}
 	go func() {
 		<-ctx.Done()
 		queue.ShutDown()
@@ -184,6 +188,10 @@ type runner struct {
 	version   string
 	workloads cache.GenericLister
 	checks    cache.GenericLister
+	// answered is the resourceVersion of each workload the check answered:
+	// until the informer shows the answer, the same version is not
+	// answered again.
+	answered map[types.UID]string
 }
 
 // round answers every workload waiting on the check; after > 0 asks for
@@ -198,13 +206,20 @@ func (r *runner) round(ctx context.Context) (after time.Duration, err error) {
 		return 0, err
 	}
 	workloads := make([]*workload, 0, len(objs))
+	seen := make(map[types.UID]bool, len(objs))
 	for _, o := range objs {
 		wl := &workload{}
 		if err := decode(o, wl); err != nil {
 			klog.FromContext(ctx).Error(err, "Unreadable workload")
 			continue
 		}
+		seen[wl.UID] = true
 		workloads = append(workloads, wl)
+	}
+	for uid := range r.answered {
+		if !seen[uid] {
+			delete(r.answered, uid)
+		}
 	}
 	pods, err := r.c.pods.List(labels.Everything())
 	if err != nil {
@@ -217,9 +232,20 @@ func (r *runner) round(ctx context.Context) (after time.Duration, err error) {
 	}
 	logger := klog.FromContext(ctx)
 	for _, d := range decisions {
-		if err := r.apply(ctx, d, rd.now); err != nil {
+		if r.answered[d.wl.UID] == d.wl.ResourceVersion {
+			continue
+		}
+		err := r.apply(ctx, d, rd.now)
+		if apierrors.IsConflict(err) {
+			// The workload changed since the informer showed it: its new
+			// version brings another round.
+			logger.V(4).Info("Workload changed before the answer", "workload", klog.KObj(d.wl))
+			continue
+		}
+		if err != nil {
 			return 0, fmt.Errorf("workload %s: %w", klog.KObj(d.wl), err)
 		}
+		r.answered[d.wl.UID] = d.wl.ResourceVersion
 		logger.V(2).Info("Admission check answered", "workload", klog.KObj(d.wl), "check", d.check, "state", d.state, "message", d.message)
 	}
 	if len(decisions) > 0 {
@@ -273,7 +299,10 @@ func (r *runner) markActive(ctx context.Context, ac *admissionCheck) error {
 }
 
 // apply writes the decision into the workload's state of the check
-// (server-side apply of that one entry of status.admissionChecks).
+// (server-side apply of that one entry of status.admissionChecks), on the
+// version of the workload it was made for: a stale answer, e.g. Retry
+// after Kueue has already reset the check, would keep Kueue from ever
+// trying the workload again.
 func (r *runner) apply(ctx context.Context, d decision, now time.Time) error {
 	entry := map[string]any{
 		"name":               d.check,
@@ -298,7 +327,7 @@ func (r *runner) apply(ctx context.Context, d decision, now time.Time) error {
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": Group + "/" + r.version,
 		"kind":       "Workload",
-		"metadata":   map[string]any{"name": d.wl.Name, "namespace": d.wl.Namespace},
+		"metadata":   map[string]any{"name": d.wl.Name, "namespace": d.wl.Namespace, "resourceVersion": d.wl.ResourceVersion},
 		"status":     map[string]any{"admissionChecks": []any{entry}},
 	}}
 	_, err := r.c.client.Resource(gvr(r.version, workloadsResource)).Namespace(d.wl.Namespace).ApplyStatus(ctx, d.wl.Name, obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})

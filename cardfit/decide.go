@@ -96,7 +96,9 @@ func (r *round) decide(workloads []*workload) (decisions []decision, promises []
 			if p := r.keep(sim, wl, st); p.pending > 0 {
 				promises = append(promises, p)
 			}
-		case st.State == statePending && wl.condition(condQuotaReserved) && wl.active() && !wl.condition(condFinished):
+		case st.State == statePending && wl.condition(condQuotaReserved) && !wl.condition(condEvicted) && wl.active() && !wl.condition(condFinished):
+			// An evicted workload keeps its quota until its job stopped;
+			// an answer then would outlive the reset of its checks.
 			waiting = append(waiting, wl)
 		}
 	}
@@ -134,7 +136,7 @@ func (r *round) decide(workloads []*workload) (decisions []decision, promises []
 // not placed, in time).
 func (r *round) keep(sim Placement, wl *workload, st *checkState) promise {
 	p := promise{wl: wl}
-	if wl.condition(condFinished) || !wl.active() || r.now.Sub(st.LastTransitionTime.Time) > r.timeout {
+	if wl.condition(condFinished) || wl.condition(condEvicted) || !wl.active() || r.now.Sub(st.LastTransitionTime.Time) > r.timeout {
 		return p
 	}
 	counts := wl.counts()

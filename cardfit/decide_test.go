@@ -111,6 +111,15 @@ func TestDecide(t *testing.T) {
 		workloads: []*workload{wl("passed", 1, 30000, stateReady, now.Add(-time.Hour)), wl("next", 1, 30000, statePending, now)},
 		want:      map[string]string{"next": stateReady},
 	}, {
+		name: "an evicted workload still holding its quota is not answered",
+		free: []int64{40000},
+		workloads: func() []*workload {
+			w := wl("evicted", 1, 30000, statePending, now)
+			w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: condEvicted, Status: metav1.ConditionTrue})
+			return []*workload{w}
+		}(),
+		want: map[string]string{},
+	}, {
 		name: "a workload without quota reserved is not answered",
 		free: []int64{40000},
 		workloads: func() []*workload {
