@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -28,10 +29,11 @@ import (
 // The benchmark's trace (make bench-kueue).
 var (
 	benchNodes    = flag.Int("kueue-bench-nodes", 200, "nodes of 8 cards of 40 GiB")
-	benchJobs     = flag.Int("kueue-bench-jobs", 600, "jobs in the trace")
+	benchJobs     = flag.Int("kueue-bench-jobs", 500, "jobs in the trace")
 	benchRate     = flag.Float64("kueue-bench-rate", 10, "jobs created per second")
-	benchRun      = flag.Duration("kueue-bench-run", 90*time.Second, "how long a job runs once all its pods run (then it is deleted)")
+	benchRun      = flag.Duration("kueue-bench-run", time.Minute, "how long a job runs once all its pods run (then it is deleted)")
 	benchSeed     = flag.Uint64("kueue-bench-seed", 1, "seed of the trace")
+	benchLimit    = flag.Duration("kueue-bench-limit", 8*time.Minute, "how long after the last arrival a variant ends, every job run or not")
 	benchVariants = flag.String("kueue-bench-variants", "kueue,kueue+card-fit", "variants, in order: kueue (Kueue alone) and kueue+card-fit (with the check)")
 )
 
@@ -45,10 +47,11 @@ type traceJob struct {
 }
 
 // trace is the same mixed fractional jobs for every variant: 1 to 8 pods,
-// each asking one card of 8,000 to 30,000 MiB, some with a core share.
+// each asking one card of 16,000 to 30,000 MiB (two of the smaller share a
+// 40 GiB card, the larger take one alone), a third with 30% of its cores.
 func trace() []traceJob {
 	r := rand.New(rand.NewPCG(*benchSeed, 0))
-	mems := []int64{8000, 12000, 16000, 20000, 24000, 30000}
+	mems := []int64{16000, 20000, 24000, 30000}
 	out := make([]traceJob, *benchJobs)
 	for i := range out {
 		out[i] = traceJob{
@@ -155,8 +158,8 @@ func runVariant(b *testing.B, variant string, jobs []traceJob) string {
 		}
 	})
 	// Delete each job -kueue-bench-run after all its pods run; stop when
-	// every job ran, or 10 minutes after the last arrival.
-	deadline := start.Add(jobs[len(jobs)-1].at + 10*time.Minute)
+	// every job ran, or -kueue-bench-limit after the last arrival.
+	deadline := start.Add(jobs[len(jobs)-1].at + *benchLimit)
 	done := map[string]bool{}
 	for len(done) < len(jobs) && time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
@@ -175,11 +178,18 @@ func runVariant(b *testing.B, variant string, jobs []traceJob) string {
 	}
 	wg.Wait()
 	end := time.Now()
-	// The jobs left go, so that the next variant has the machine alone.
-	_ = controlPlane.Client.BatchV1().Jobs(ns).DeleteCollection(e.ctx, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}, metav1.ListOptions{})
 	mu.Lock()
-	defer mu.Unlock()
-	return summarize(variant, times, end)
+	row := summarize(variant, times, end)
+	mu.Unlock()
+	// The jobs left go, and their workloads with them, so that the next
+	// variant has Kueue and the machine to itself.
+	_ = controlPlane.Client.BatchV1().Jobs(ns).DeleteCollection(e.ctx, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}, metav1.ListOptions{})
+	_ = wait.PollUntilContextTimeout(e.ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		wls, err := e.dyn.Resource(kueueGVR("workloads")).Namespace(ns).List(ctx, metav1.ListOptions{})
+		pods, perr := controlPlane.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		return err == nil && perr == nil && len(wls.Items) == 0 && len(pods.Items) == 0, nil
+	})
+	return row
 }
 
 // summarize renders one variant's row.
