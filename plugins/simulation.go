@@ -1,7 +1,9 @@
 package plugins
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -28,6 +30,16 @@ import (
 type Simulation struct {
 	p     *Plugin
 	nodes []simNode
+	// refused remembers why a node turned a pod of a given shape away:
+	// the simulation only adds usage, so the node turns such pods away
+	// for the rest of it (and of its forks).
+	refused map[refusal]string
+}
+
+// refusal is a node and a pod shape (placeKey).
+type refusal struct {
+	shape string
+	node  int
 }
 
 // simNode is one node's cards and their usage, per vendor.
@@ -60,7 +72,7 @@ func (p *Plugin) Simulate() (s *Simulation, ok bool) {
 			}
 		})
 	}
-	s = &Simulation{p: p, nodes: make([]simNode, 0, len(byName))}
+	s = &Simulation{p: p, nodes: make([]simNode, 0, len(byName)), refused: map[refusal]string{}}
 	for _, n := range byName {
 		s.nodes = append(s.nodes, *n)
 	}
@@ -91,9 +103,15 @@ func (s *Simulation) Place(pod *corev1.Pod) (node string, why string, ok bool) {
 	reasons := map[string]int{}
 	vendors := s.p.registry.Vendors()
 	assignments := make([]devices.Assignment, len(vendors))
+	shape := placeKey(pod, requests)
 	for ni := range s.nodes {
 		n := &s.nodes[ni]
+		if why, ok := s.refused[refusal{shape, ni}]; ok {
+			reasons[why]++
+			continue
+		}
 		if !s.p.admits(logger, pod, affinity, n.name) {
+			s.refused[refusal{shape, ni}] = "node(s) the pod may not go to"
 			reasons["node(s) the pod may not go to"]++
 			continue
 		}
@@ -118,6 +136,7 @@ func (s *Simulation) Place(pod *corev1.Pod) (node string, why string, ok bool) {
 			assignments[vi] = a
 		}
 		if reason != "" {
+			s.refused[refusal{shape, ni}] = reason
 			reasons[reason]++
 			continue
 		}
@@ -131,6 +150,15 @@ func (s *Simulation) Place(pod *corev1.Pod) (node string, why string, ok bool) {
 		return n.name, "", true
 	}
 	return "", nodeReasons(len(s.nodes), reasons), false
+}
+
+// placeKey is what decides where a pod may go and whether a node's cards
+// take it: its device requests and preferences, and what the node's
+// admission reads (node selector, affinity, tolerations).
+func placeKey(pod *corev1.Pod, requests []devices.PodRequest) string {
+	// JSON, not %v: the affinity's nested pointers would print as addresses.
+	admission, _ := json.Marshal([]any{pod.Spec.NodeSelector, pod.Spec.Affinity, pod.Spec.Tolerations})
+	return fmt.Sprintf("%v|%s", requests, admission)
 }
 
 // nodeReasons renders reasons (nodes per reason) as "0/8 nodes: 8
@@ -198,7 +226,7 @@ func (p *Plugin) Placed(pod *corev1.Pod) bool {
 
 // Fork copies the simulation: pods placed on the copy leave s as it is.
 func (s *Simulation) Fork() *Simulation {
-	out := &Simulation{p: s.p, nodes: make([]simNode, len(s.nodes))}
+	out := &Simulation{p: s.p, nodes: make([]simNode, len(s.nodes)), refused: maps.Clone(s.refused)}
 	for i, n := range s.nodes {
 		n.used = slices.Clone(n.used)
 		for vi := range n.used {
