@@ -17,6 +17,7 @@ import (
 	"k8s.io/controller-manager/pkg/informerfactory"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
+	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 )
@@ -25,7 +26,8 @@ import (
 // cluster needs for workloads: deployment and replicaset (a Deployment gets
 // its pods), the garbage collector (deleting a Deployment deletes them) and
 // the namespace controller (kubectl delete namespace empties the namespace
-// and removes it, instead of leaving it Terminating).
+// and removes it, instead of leaving it Terminating), and the Job
+// controller (a Job gets its pods, as Kueue's Job integration needs).
 type Controllers struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -54,6 +56,11 @@ func StartControllers(ctx context.Context, cfg *rest.Config) (*Controllers, erro
 		cancel()
 		return nil, fmt.Errorf("deployment controller: %w", err)
 	}
+	jc, err := job.NewController(ctx, client, shared.Core().V1().Pods(), shared.Batch().V1().Jobs(), nil, nil)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("job controller: %w", err)
+	}
 	rsc := replicaset.NewReplicaSetController(ctx, shared.Apps().V1().ReplicaSets(), shared.Core().V1().Pods(), client, replicaset.BurstReplicas)
 
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
@@ -74,6 +81,7 @@ func StartControllers(ctx context.Context, cfg *rest.Config) (*Controllers, erro
 	close(started)
 	cs.done.Go(func() { dc.Run(ctx, 4) })
 	cs.done.Go(func() { rsc.Run(ctx, 4) })
+	cs.done.Go(func() { jc.Run(ctx, 4) })
 	cs.done.Go(func() { gc.Run(ctx, 4, time.Minute) })
 	cs.done.Go(func() { nc.Run(ctx, 2) })
 	cs.done.Go(func() { gc.Sync(ctx, client.Discovery(), 30*time.Second) })
