@@ -32,6 +32,10 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
+	if st := p.countFits(pod, nodeInfo, s.requests); st != nil {
+		s.rejections.add(node.Name, st.Message(), "")
+		return st
+	}
 	if fit, ok := s.fit(node.Name); ok && fit.offered {
 		// PreFilter fitted it when it chose the candidates.
 		return nil
