@@ -46,6 +46,9 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 		// PreFilter skipped the pod: no lock, no annotation.
 		return nil
 	}
+	if fit.onDRA {
+		return p.writeClaim(ctx, s, pod, nodeName)
+	}
 	patch, err := p.assignmentPatch(pod, nodeName, fit, time.Now())
 	if err != nil {
 		preBindFailed("annotation")
