@@ -2,6 +2,7 @@ package simnode
 
 import (
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/dynamic-resource-allocation/deviceattribute"
 )
 
@@ -38,6 +39,8 @@ type PreparedDevice struct {
 	// Env are the environment variables the driver's CDI edits set for the
 	// device (those carrying the limits).
 	Env []string
+	// consumed is the result's consumed capacity, for the over-commit check.
+	consumed map[resourceapi.QualifiedName]resource.Quantity
 }
 
 // driverResults are the claim's allocation results of the driver, in order.
@@ -77,6 +80,6 @@ func capacityValue(d resourceapi.Device, name resourceapi.QualifiedName) int64 {
 func preparedFrom(claim *resourceapi.ResourceClaim, r resourceapi.DeviceRequestAllocationResult, dev resourceapi.Device) PreparedDevice {
 	return PreparedDevice{
 		Claim: claim.Namespace + "/" + claim.Name, Request: r.Request, Driver: r.Driver, Pool: r.Pool, Device: r.Device,
-		UUID: attrString(dev, "uuid"),
+		UUID: attrString(dev, "uuid"), consumed: r.ConsumedCapacity,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	resourcev1client "k8s.io/client-go/kubernetes/typed/resource/v1"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 )
@@ -78,9 +79,9 @@ func startPublisher(ctx context.Context, client kubernetes.Interface, node *core
 
 // withdraw deletes the node's slices (the driver publishes nothing) and
 // stops, as the kubelet wipes the slices of a driver gone from the node.
-func (p *publisher) withdraw(ctx context.Context, client kubernetes.Interface, node string) error {
+func (p *publisher) withdraw(ctx context.Context, client resourcev1client.ResourceV1Interface, node string) error {
 	p.controller.Stop()
-	err := client.ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{
+	err := client.ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{
 		FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node + "," + resourceapi.ResourceSliceSelectorDriver + "=" + p.driver,
 	})
 	if err != nil {
