@@ -248,6 +248,13 @@ func (s Spec) Build(prefix string, first int) []*corev1.Node {
 // capacity) to a node built from another spec, for nodes with cards of
 // two vendors. The spec's node count is not used.
 func (s Spec) AddTo(n *corev1.Node) {
+	makeNodeMaps(n)
+	kindOf(s).inventory(n, s)
+}
+
+// makeNodeMaps makes the node's annotations, labels, capacity and
+// allocatable where they are nil.
+func makeNodeMaps(n *corev1.Node) {
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
@@ -260,7 +267,6 @@ func (s Spec) AddTo(n *corev1.Node) {
 	if n.Status.Allocatable == nil {
 		n.Status.Allocatable = corev1.ResourceList{}
 	}
-	kindOf(s).inventory(n, s)
 }
 
 func (s Spec) node(name string, ordinal int) *corev1.Node {
