@@ -308,3 +308,37 @@ func TestPrepareVendorModels(t *testing.T) {
 		})
 	}
 }
+
+// A driver asked again for a claim it prepared: HAMi's refuses (its
+// checkpoint has it in PrepareCompleted under HAMiCoreSupport), NVIDIA's
+// returns what it prepared.
+func TestDriverPreparesAClaimOnce(t *testing.T) {
+	tests := []struct {
+		spec, driver, device, wantErr string
+	}{
+		{spec: hamiSpec, driver: HAMiDRADriver, device: "hami-gpu-0", wantErr: "claims in PrepareCompleted state are not supported when HAMiCoreSupport enabled"},
+		{spec: nvidiaSpec, driver: NVIDIADRADriver, device: "gpu-0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.driver, func(t *testing.T) {
+			claim := draClaim("c", nil, result(tt.driver, draTestNode, tt.device))
+			m := testDRAManager(t, tt.spec, claim)
+			ref := []claimRef{{namespace: "ns", name: "c", uid: claim.UID}}
+			for i := range 2 {
+				got, failures, err := m.driver.nodePrepareResources(context.Background(), ref)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if i == 0 || tt.wantErr == "" {
+					if failures[claim.UID] != nil || len(got[claim.UID]) != 1 {
+						t.Errorf("prepare %d: %v, %v: want the device", i+1, got, failures)
+					}
+					continue
+				}
+				if err := failures[claim.UID]; err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Errorf("second prepare: %v, want %q", err, tt.wantErr)
+				}
+			}
+		})
+	}
+}
