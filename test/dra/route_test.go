@@ -50,6 +50,15 @@ func TestHAMiDRAWebhookRoute(t *testing.T) {
 		_, err := c.claim(name)
 		return apierrors.IsNotFound(err), "claim still there"
 	})
+
+	// examples/dra/hami-pod.yaml, HAMi's fractional pod, takes the same
+	// route.
+	c.apply("hami-pod.yaml")
+	c.waitRunning("hami-pod")
+	got, ok = agent.PreparedDevices(c.ns, "hami-pod")
+	if !ok || len(got["cuda"]) != 1 || got["cuda"][0].MemoryMiB != 3000 || got["cuda"][0].Cores != 30 {
+		t.Errorf("hami-pod's container got %+v, %v: want hami-core limits 3000 MiB and 30%%", got, ok)
+	}
 }
 
 // A running node switched from the device plugin to HAMi's DRA driver
