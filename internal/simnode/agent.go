@@ -82,9 +82,11 @@ type Options struct {
 	// their calls.
 	DevicePluginWrap, KubeletWrap transport.WrapperFunc
 	// DRADriverQPS and DRADriverBurst limit each DRA node's driver client
-	// (defaults 5 and 10); a negative QPS: no limit.
+	// (defaults 5 and 10); a negative QPS: no limit. DRADriverWrap, if
+	// set, wraps its transport, as DevicePluginWrap the device plugins'.
 	DRADriverQPS   float32
 	DRADriverBurst int
+	DRADriverWrap  transport.WrapperFunc
 	// DRAResync is how long after a failed prepare of a pod's claims the
 	// kubelet syncs the pod again (default one minute, the kubelet's
 	// syncFrequency; negative: at once). A change of the pod's labels or
@@ -284,7 +286,7 @@ func NewAgent(cfg *rest.Config, opts Options) (*Agent, error) {
 	if a.kubelets, err = newClientMaker(cfg, opts.KubeletWrap, opts.KubeletQPS, opts.KubeletBurst); err != nil {
 		return nil, err
 	}
-	if a.draDrivers, err = newClientMaker(cfg, nil, opts.DRADriverQPS, opts.DRADriverBurst); err != nil {
+	if a.draDrivers, err = newClientMaker(cfg, opts.DRADriverWrap, opts.DRADriverQPS, opts.DRADriverBurst); err != nil {
 		return nil, err
 	}
 	if opts.Fast {
