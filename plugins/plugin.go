@@ -98,6 +98,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	}
 	RegisterMetrics()
 	p.locker.Observer = lockObserver
+	p.locker.Served = p.servedByLockingPlugin
 	if err := p.watch(logger); err != nil {
 		return nil, err
 	}

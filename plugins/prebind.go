@@ -116,6 +116,22 @@ func sharedLockAsks(vendors []devices.Vendor, requests []devices.PodRequest) boo
 	return false
 }
 
+// servedByLockingPlugin reports whether a device plugin that takes HAMi's
+// node lock still registers cards on the node: a node moved to a DRA
+// driver does not, and a pod waiting for its lock is placed again (on its
+// DRA cards) rather than waiting for a lock no device plugin will release.
+func (p *Plugin) servedByLockingPlugin(node *corev1.Node) bool {
+	for _, v := range p.registry.Vendors() {
+		if nl, ok := v.(devices.NodeLocker); ok && nl.NodeLock() != devices.NodeLock {
+			continue
+		}
+		if cards, err := v.Inventory(node); err == nil && len(cards) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // undoHandOver runs when binding fails after PreBind: it marks the pod's
 // assignment failed (so no device plugin serves it) and releases the node
 // lock, as HAMi's extender does when its bind fails. The patch applies only
