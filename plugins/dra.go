@@ -2,9 +2,12 @@ package plugins
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -78,6 +81,11 @@ func (p *Plugin) writeClaim(ctx context.Context, s *cycleState, pod *corev1.Pod,
 		p.bindingFailed(pod, err)
 		return fwk.AsStatus(err)
 	}
+	if err := p.clearHandOver(ctx, pod); err != nil {
+		preBindFailed(patchFailure(err))
+		p.bindingFailed(pod, err)
+		return fwk.AsStatus(err)
+	}
 	if err := binding.write(ctx, pod); err != nil {
 		preBindFailed("claim")
 		p.bindingFailed(pod, err)
@@ -102,4 +110,40 @@ func (p *Plugin) releaseClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 		klog.FromContext(ctx).Error(err, "ResourceClaim not given back", "pod", klog.KObj(pod))
 	}
 	return true
+}
+
+// clearHandOver removes from the pod what an earlier attempt to hand it to
+// a device plugin left (HAMi leaves the assignment of a pod that never got
+// the node lock): a pod placed by a claim carries none of HAMi's
+// hand-over annotations, so that nothing counts its cards twice. A merge
+// patch that applies only to the pod with that UID; nothing when there is
+// nothing to remove.
+func (p *Plugin) clearHandOver(ctx context.Context, pod *corev1.Pod) error {
+	keys := []string{devices.AssignedNode, devices.AssignedTime, devices.BindPhase, devices.BindTime, devices.AssignmentRecord}
+	for _, v := range p.registry.Vendors() {
+		toAllocate, allocated := v.AssignmentAnnotations()
+		keys = append(keys, toAllocate, allocated)
+	}
+	annotations := map[string]any{}
+	for _, k := range keys {
+		if _, ok := pod.Annotations[k]; ok && k != "" {
+			annotations[k] = nil
+		}
+	}
+	_, labelled := pod.Labels[devices.AssignedNode]
+	if len(annotations) == 0 && !labelled {
+		return nil
+	}
+	meta := map[string]any{"uid": pod.UID, "annotations": annotations}
+	if labelled {
+		meta["labels"] = map[string]any{devices.AssignedNode: nil}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	if _, err := p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("clear an earlier hand-over from the pod: %w", err)
+	}
+	return nil
 }

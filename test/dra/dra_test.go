@@ -2,6 +2,7 @@ package dra
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -134,16 +135,18 @@ func TestKubeletPreparesOnlyWhatItMay(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// pending waits until the kubelet reports the pod Pending with its
+	// container ContainerCreating (its status may follow its event).
 	pending := func(name string) {
 		t.Helper()
-		p, err := c.pod(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Status.Phase != corev1.PodPending || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].State.Waiting == nil ||
-			p.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
-			t.Errorf("pod %s: phase %s, containers %+v: want Pending, ContainerCreating", name, p.Status.Phase, p.Status.ContainerStatuses)
-		}
+		c.eventually("pod "+name+" Pending, ContainerCreating", func() (bool, string) {
+			p, err := c.pod(name)
+			if err != nil {
+				return false, err.Error()
+			}
+			return p.Status.Phase == corev1.PodPending && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+				p.Status.ContainerStatuses[0].State.Waiting.Reason == "ContainerCreating", fmt.Sprintf("phase %s, containers %+v", p.Status.Phase, p.Status.ContainerStatuses)
+		})
 	}
 
 	t.Run("allocated and reserved later", func(t *testing.T) {

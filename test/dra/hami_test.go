@@ -13,6 +13,8 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
@@ -239,4 +241,134 @@ func TestNativeClaimsShareTheAccount(t *testing.T) {
 		t.Errorf("hami-after allocated on %s, want %s (native-fits took the last cores of %s)", d, full, roomy)
 	}
 	c.checkNoOvercommit()
+}
+
+// cardUse sums, per card UUID, what the namespace's pods hold by HAMi's
+// assignment annotations and what allocated claims consume of DRA devices
+// (named by their uuid attribute), in MiB and cores, so that a card that
+// moved from a device plugin to a DRA driver is checked across both.
+func (c *cluster) cardUse() map[string][2]int64 {
+	c.t.Helper()
+	use := map[string][2]int64{}
+	pods, err := controlPlane.Client.CoreV1().Pods(c.ns).List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		raw, ok := p.Annotations[nvidia.AllocatedAnnotation]
+		if !ok || p.Spec.NodeName == "" || p.Annotations[devices.BindPhase] == devices.BindPhaseFailed ||
+			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			// Held only by a pod bound, whose hand-over did not fail.
+			continue
+		}
+		a, err := devices.DecodeAssignment(raw)
+		if err != nil {
+			c.t.Fatalf("pod %s: %v", p.Name, err)
+		}
+		for _, grants := range a {
+			for _, g := range grants {
+				u := use[g.UUID]
+				use[g.UUID] = [2]int64{u[0] + int64(g.MemoryMiB), u[1] + int64(g.Cores)}
+			}
+		}
+	}
+	slices, err := controlPlane.Client.ResourceV1().ResourceSlices().List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	uuids := map[dra.DeviceKey]string{}
+	for _, s := range slices.Items {
+		for _, d := range s.Spec.Devices {
+			if a, ok := d.Attributes["uuid"]; ok && a.StringValue != nil {
+				uuids[dra.DeviceKey{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}] = *a.StringValue
+			}
+		}
+	}
+	claims, err := controlPlane.Client.ResourceV1().ResourceClaims(c.ns).List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	for _, claim := range claims.Items {
+		if claim.Status.Allocation == nil {
+			continue
+		}
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			uuid, ok := uuids[dra.DeviceKey{Driver: r.Driver, Pool: r.Pool, Device: r.Device}]
+			if !ok {
+				c.t.Errorf("claim %s holds %s/%s/%s, which no slice publishes", claim.Name, r.Driver, r.Pool, r.Device)
+				continue
+			}
+			memory, cores := r.ConsumedCapacity["memory"], r.ConsumedCapacity["cores"]
+			u := use[uuid]
+			use[uuid] = [2]int64{u[0] + memory.Value()/dra.MiB, u[1] + cores.Value()}
+		}
+	}
+	return use
+}
+
+// A node moved from HAMi's device plugin to HAMi's DRA driver while pods
+// keep arriving and ending: pods running on it keep their cards until
+// they end, new pods get claims there beside them, no pod is left pending,
+// and no card holds more memory or cores than it has, counted across the
+// pods' annotations and the claims.
+func TestNodeMigratesUnderArrivals(t *testing.T) {
+	c := newCluster(t, "migrate", "2 nodes x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB", nil)
+	const pods, memory, cores = 30, 8000, 25
+	checkCards := func(when string) {
+		t.Helper()
+		for uuid, u := range c.cardUse() {
+			if u[0] > 40960 || u[1] > 100 {
+				t.Errorf("%s: card %s holds %d MiB and %d cores, more than it has", when, uuid, u[0], u[1])
+			}
+		}
+	}
+	// Each pod ends (is deleted) once it has run, keeping alive more than
+	// one node holds: 4 pods fill a card's cores, 8 a node.
+	const alive = 12
+	running := 0
+	end := func(name string) {
+		c.waitRunning(name)
+		running++
+		if err := controlPlane.Client.CoreV1().Pods(c.ns).Delete(c.ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range pods {
+		c.hamiPod(fmt.Sprintf("p%02d", i), memory, cores, nil)
+		if i == alive+1 {
+			// Pods are running on both nodes: install HAMi's DRA driver's
+			// DeviceClass, as its chart does, and move the first node.
+			driver, err := simnode.ParseSpecs("1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB, dra")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := localcluster.InstallDeviceClasses(c.ctx, controlPlane.Config, simnode.DeviceClasses(driver)); err != nil {
+				t.Fatal(err)
+			}
+			if err := simnode.SwitchToDRA(c.ctx, controlPlane.Client, c.node(0), ""); err != nil {
+				t.Fatal(err)
+			}
+			checkCards("right after the switch")
+		}
+		if i >= alive {
+			// Arrivals and ends interleave.
+			end(fmt.Sprintf("p%02d", i-alive))
+			checkCards(fmt.Sprintf("after p%02d ended", i-alive))
+		}
+	}
+	onDRA := 0
+	for i := pods - alive; i < pods; i++ {
+		p := c.waitRunning(fmt.Sprintf("p%02d", i))
+		if p.Spec.NodeName == c.node(0) && p.Status.ExtendedResourceClaimStatus != nil {
+			c.checkHAMiClaim(p, memory, cores)
+			onDRA++
+		}
+	}
+	checkCards("at the end")
+	if onDRA == 0 {
+		t.Error("no pod placed on the migrated node after the switch")
+	}
+	if running != pods-alive {
+		t.Errorf("%d pods ran and ended, want %d", running, pods-alive)
+	}
 }

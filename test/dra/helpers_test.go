@@ -37,11 +37,23 @@ type cluster struct {
 // charts do) and waits for the DRA nodes' slices.
 func newCluster(t *testing.T, name, spec string, nsLabels map[string]string) *cluster {
 	t.Helper()
-	c := &cluster{t: t, ctx: t.Context(), ns: name}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: nsLabels}}
-	if _, err := controlPlane.Client.CoreV1().Namespaces().Create(c.ctx, ns, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	c := &cluster{t: t, ctx: t.Context()}
+	// A test run again in the same process (-count) gets a suffix.
+	for run := 1; ; run++ {
+		c.ns = name
+		if run > 1 {
+			c.ns = fmt.Sprintf("%s-%d", name, run)
+		}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns, Labels: nsLabels}}
+		_, err := controlPlane.Client.CoreV1().Namespaces().Create(c.ctx, ns, metav1.CreateOptions{})
+		if err == nil {
+			break
+		}
+		if !apierrors.IsAlreadyExists(err) || run >= 100 {
+			t.Fatal(err)
+		}
 	}
+	name = c.ns
 	specs, err := simnode.ParseSpecs(spec)
 	if err != nil {
 		t.Fatal(err)
