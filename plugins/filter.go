@@ -32,6 +32,10 @@ func (p *Plugin) Filter(ctx context.Context, state fwk.CycleState, pod *corev1.P
 	if node == nil {
 		return fwk.NewStatus(fwk.Error, "node not found")
 	}
+	if st := p.countFits(pod, nodeInfo, s.requests); st != nil {
+		s.rejections.add(node.Name, st.Message(), "")
+		return st
+	}
 	if fit, ok := s.fit(node.Name); ok && fit.offered {
 		// PreFilter fitted it when it chose the candidates.
 		return nil
@@ -76,12 +80,12 @@ func (p *Plugin) fitNodeChecking(s *cycleState, pod *corev1.Pod, nodeName string
 		req := &s.requests[vi]
 		if req.IsZero() {
 			// HAMi's node score counts every card of the node.
-			if cards, used, _, err := p.nodeCards(s, nodeName, vi, usageBuf[:0]); err == nil {
+			if cards, used, _, _, err := p.nodeCards(s, nodeName, vi, usageBuf[:0]); err == nil {
 				tally.Add(cards, used)
 			}
 			continue
 		}
-		cards, used, heldFor, err := p.nodeCards(s, nodeName, vi, usageBuf[:0])
+		cards, used, heldFor, onDRA, err := p.nodeCards(s, nodeName, vi, usageBuf[:0])
 		switch {
 		case errors.Is(err, devicecache.ErrUnknownNode):
 			p.rejected.add(pod)
@@ -110,6 +114,12 @@ func (p *Plugin) fitNodeChecking(s *cycleState, pod *corev1.Pod, nodeName string
 			p.rejected.add(pod)
 			return nil, fwk.NewStatus(fwk.Unschedulable, "exceeding resource quota: "+string(key)), why
 		}
+		if onDRA != fit.onDRA && fit.asksAny() {
+			// One pod's shares on one node come from one kind of card:
+			// a claim, or HAMi's annotations for the device plugins.
+			return nil, fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "devices of a DRA driver and of a device plugin on one node"), ""
+		}
+		fit.onDRA = onDRA
 		fit.assignments[vi] = a
 		tally.Add(cards, used)
 		if ns, ok := v.(devices.NodeScorer); ok {
@@ -149,21 +159,43 @@ func (p *Plugin) releaseGone(node string, cards []devices.Card, used []devices.U
 // is simulating away hold, plus what the nominated pods AddPod counted would
 // take. heldFor names a nominated pod the cards cannot hold yet: nothing of
 // the vendor is to spare on the node.
-func (p *Plugin) nodeCards(s *cycleState, node string, vi int, dst []devices.Usage) (cards []devices.Card, used []devices.Usage, heldFor string, err error) {
+func (p *Plugin) nodeCards(s *cycleState, node string, vi int, dst []devices.Usage) (cards []devices.Card, used []devices.Usage, heldFor string, onDRA bool, err error) {
 	cards, used, err = p.cache.Snapshot(node, vi, dst)
+	if err == nil && len(cards) == 0 && s.dra != nil {
+		// No device plugin registers the vendor's cards here: a DRA
+		// driver may publish them.
+		cards, used, err = p.draCards(s.dra, node, vi, dst)
+		onDRA = len(cards) > 0
+	}
 	if err != nil || len(cards) == 0 {
-		return cards, used, "", err
+		return cards, used, "", false, err
 	}
 	removed, nominated := s.simulatedOn(node)
 	releaseRemoved(cards, used, removed, vi)
 	for _, h := range nominated {
 		if h.blocked[vi] {
-			return cards, used, h.pod, nil
+			return cards, used, h.pod, onDRA, nil
 		}
 		devices.ApplyGrants(cards, used, h.assignments[vi], h.inits, true)
 		devices.ApplyReservations(cards, used, h.assignments[vi], devices.Reservations(h.assignments[vi]), true)
 	}
-	return cards, used, "", nil
+	return cards, used, "", onDRA, nil
+}
+
+// draCards returns vendor vi's DRA cards on the node and their usage:
+// what the claims take of them (the cycle's DRA view) and what pods the
+// device cache counts there hold of the same cards, by UUID (pods a
+// device plugin served before the node moved to a DRA driver keep their
+// cards until they end).
+func (p *Plugin) draCards(view draView, node string, vi int, dst []devices.Usage) ([]devices.Card, []devices.Usage, error) {
+	cards, used, err := view.cards(node, vi, dst)
+	if err != nil || len(cards) == 0 {
+		return cards, used, err
+	}
+	for _, held := range p.cache.HoldingsOn(node) {
+		held.Apply(cards, used, vi, true)
+	}
+	return cards, used, nil
 }
 
 // releaseRemoved subtracts, from a copy of the node's usage, what the pods

@@ -34,6 +34,9 @@ type fakeHandle struct {
 	recorder  *eventLog
 	// snapshot is what SnapshotSharedLister returns; nil panics.
 	snapshot fwk.SharedLister
+	// dra is what SharedDRAManager returns (harness_dra_test.go); nil:
+	// the scheduler runs without DRA.
+	dra draManager
 
 	mu        sync.Mutex
 	activated []string

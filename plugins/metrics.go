@@ -65,7 +65,7 @@ var (
 	lockWaitResults  = []string{"acquired", "busy", "error"}
 	handOverResults  = []string{"success", "failed"}
 	takeOverReasons  = []string{nodelock.TakeOverExpired, nodelock.TakeOverFuture, nodelock.TakeOverMalformed, nodelock.TakeOverHolderGone, nodelock.TakeOverNotHolder, nodelock.TakeOverRenewed}
-	preBindReasons   = []string{"fit", "annotation", "lock_busy", "lock_error", "pod_changed", "pod_gone", "patch_error"}
+	preBindReasons   = []string{"fit", "annotation", "lock_busy", "lock_error", "pod_changed", "pod_gone", "patch_error", "claim"}
 	undecodableKinds = []string{"node", "pod"}
 )
 

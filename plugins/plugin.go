@@ -57,6 +57,8 @@ type Plugin struct {
 	// lockHolders indexes the node locks by their holder, to release
 	// those a killed scheduler process left (stalelocks.go).
 	lockHolders lockHolders
+	// dra places pods on DRA nodes (dra.go); nil without them.
+	dra draRoute
 }
 
 var (
@@ -96,12 +98,43 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	}
 	RegisterMetrics()
 	p.locker.Observer = lockObserver
+	p.locker.Served = p.servedByLockingPlugin
 	if err := p.watch(logger); err != nil {
 		return nil, err
 	}
+	dra, draSynced, err := newDRARoute(logger, handle, registry, draSplitCounts(registry, settings.Configs))
+	if err != nil {
+		return nil, err
+	}
+	p.dra = dra
+	cacheSynced := p.synced
+	p.synced = func() bool { return cacheSynced() && draSynced() }
 	metricSources.add(ctx, p)
 	register(ctx, handle, p)
 	return p, nil
+}
+
+// defaultSplitCount is HAMi's deviceSplitCount when the device config
+// sets none: how many containers may share one card.
+const defaultSplitCount = 10
+
+// draSplitCounts is, per vendor name, how many containers may share one of
+// its DRA cards: the vendor's deviceSplitCount, as its device plugin would
+// register the card, for a DRA driver sets no such bound.
+func draSplitCounts(registry *devices.Registry, configs []devices.Config) func(vendor string) int32 {
+	counts := map[string]int32{}
+	for i, v := range registry.Vendors() {
+		counts[v.Name()] = defaultSplitCount
+		if i < len(configs) && configs[i].NodeDefaults.SplitCount > 0 {
+			counts[v.Name()] = configs[i].NodeDefaults.SplitCount
+		}
+	}
+	return func(vendor string) int32 {
+		if n, ok := counts[vendor]; ok {
+			return n
+		}
+		return defaultSplitCount
+	}
 }
 
 // Name implements fwk.Plugin.

@@ -46,6 +46,9 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 		// PreFilter skipped the pod: no lock, no annotation.
 		return nil
 	}
+	if fit.onDRA {
+		return p.writeClaim(ctx, s, pod, nodeName)
+	}
 	patch, err := p.assignmentPatch(pod, nodeName, fit, time.Now())
 	if err != nil {
 		preBindFailed("annotation")
@@ -107,6 +110,22 @@ func sharedLockAsks(vendors []devices.Vendor, requests []devices.PodRequest) boo
 			}
 		}
 		if !requests[i].IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// servedByLockingPlugin reports whether a device plugin that takes HAMi's
+// node lock still registers cards on the node: a node moved to a DRA
+// driver does not, and a pod waiting for its lock is placed again (on its
+// DRA cards) rather than waiting for a lock no device plugin will release.
+func (p *Plugin) servedByLockingPlugin(node *corev1.Node) bool {
+	for _, v := range p.registry.Vendors() {
+		if nl, ok := v.(devices.NodeLocker); ok && nl.NodeLock() != devices.NodeLock {
+			continue
+		}
+		if cards, err := v.Inventory(node); err == nil && len(cards) > 0 {
 			return true
 		}
 	}

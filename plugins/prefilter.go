@@ -37,6 +37,11 @@ func (p *Plugin) preFilter(ctx context.Context, state fwk.CycleState, pod *corev
 		fits:       make(map[string]*nodeFit, fitsHint(nodes, p.args.CandidateNodes)),
 		rejections: &nodeRejections{},
 	}
+	if p.dra != nil {
+		if s.dra, err = p.dra.view(); err != nil {
+			return nil, fwk.AsStatus(err)
+		}
+	}
 	state.Write(stateKey, s)
 	if fwk.IsPodGroupCycle(state) {
 		// A member of an in-tree pod group: the cycle tries its members

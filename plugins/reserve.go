@@ -22,6 +22,9 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 		return nil
 	}
 	p.resumed.handle(pod.UID)
+	if fit.onDRA {
+		return p.reserveClaim(ctx, s, pod, nodeName, fit)
+	}
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
@@ -52,6 +55,9 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 	s.handedOver = ""
 	s.mu.Unlock()
 	if handedOver != "" && p.undoHandOver(ctx, pod, handedOver) {
+		return
+	}
+	if p.releaseClaim(ctx, s, pod) {
 		return
 	}
 	released := p.cache.Forget(pod)

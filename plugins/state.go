@@ -46,6 +46,11 @@ type cycleState struct {
 	// HAMi's FilteringSucceed and FilteringFailed events. Clones share it:
 	// the framework may filter on a clone (nominated pods added).
 	rejections *nodeRejections
+	// dra is this cycle's view of the DRA cards (dra.go); nil when no
+	// node publishes any.
+	dra draView
+	// draBinding is the pod's claim on a DRA node, from Reserve on.
+	draBinding draBinding
 }
 
 // nodeRejections records, per node, why Filter turned the pod away: the
@@ -113,6 +118,19 @@ type nodeFit struct {
 	// changes a node's view drops its fit (dropFit), which Filter then
 	// computes afresh.
 	offered bool
+	// onDRA: the cards are a DRA driver's (dra.go); the pod gets a
+	// ResourceClaim, not HAMi's annotations and node lock.
+	onDRA bool
+}
+
+// asksAny reports whether the fit holds an assignment of some vendor.
+func (f *nodeFit) asksAny() bool {
+	for _, a := range f.assignments {
+		if !a.Empty() {
+			return true
+		}
+	}
+	return false
 }
 
 // nominatedHold is what a nominated pod, not placed yet, would take on a
@@ -144,6 +162,8 @@ func (s *cycleState) Clone() fwk.StateData {
 		narrowed:   s.narrowed,
 		fits:       maps.Clone(s.fits),
 		rejections: s.rejections,
+		dra:        s.dra,
+		draBinding: s.draBinding,
 	}
 	if c.fits == nil {
 		c.fits = map[string]*nodeFit{}

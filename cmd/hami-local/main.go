@@ -8,8 +8,17 @@
 // which card each GPU pod got. With -kueue, Kueue's controller-manager
 // runs beside them, with hami-scheduler's admission check (cardfit).
 //
-//	hami-local [-dir _local] [-nodes "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10"] [-device-config file] [-kueue]
+//	hami-local [-dir _local] [-nodes "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10"] [-device-config file] [-kueue] [-hami-dra]
 //	hami-local status [-kubeconfig _local/kubeconfig]
+//
+// A group followed by "dra" (e.g. "2 nodes x 4 cards of NVIDIA
+// A100-SXM4-40GB 40 GiB, dra", or "dra nvidia" for NVIDIA's driver) runs a
+// DRA driver instead of HAMi's device plugin: the agent publishes its
+// ResourceSlices and plays its kubelet plugin, and the DeviceClasses the
+// drivers' charts install are created. -hami-dra runs the model of
+// HAMi-DRA's webhook (internal/hamidra) instead of hami-webhook: pods
+// asking nvidia.com/gpu get a ResourceClaim that kube-scheduler's
+// DynamicResources allocates (docs/dra.md).
 //
 // Node groups of other vendors (e.g. "1 node x 4 cards of Ascend910B4 32
 // GiB"; see simnode.ParseSpec for the model words per vendor) mix with
@@ -44,6 +53,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
+	"github.com/hami-scheduler/hami-scheduler/internal/hamidra"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 )
@@ -115,12 +125,17 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 	withKueue := fs.Bool("kueue", false, "also run Kueue's controller-manager (make bin/kueue builds it from Go modules; -kueue-binary) with HAMi's resource transformations and the Job and pod integrations, and hami-scheduler's admission check "+cardfit.ControllerName+" (docs/kueue.md)")
 	kueueBinary := fs.String("kueue-binary", filepath.Join("bin", "kueue"), "Kueue's controller-manager, for -kueue")
 	featureGates := fs.String("feature-gates", "", `feature gates of the API server and the scheduler, e.g. "GenericWorkload=true" for Kubernetes' own gangs (scheduling.k8s.io/v1beta1 PodGroup, served with it)`)
+	hamiDRA := fs.Bool("hami-dra", false, "run the model of HAMi-DRA's webhook instead of hami-webhook: pods asking nvidia.com/gpu get a ResourceClaim (HAMi's DRA driver's class) for kube-scheduler's DynamicResources; use with dra node groups")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: hami-local [flags]          run the local cluster\n       hami-local status [-kubeconfig path] [-device-config path]  print the card allocation\n\n")
 		fs.PrintDefaults()
 		fmt.Fprintf(fs.Output(), "\nThe card model of a -nodes group picks its vendor by these words:\n")
 		for _, v := range simnode.Vendors() {
 			fmt.Fprintf(fs.Output(), "  %s\n", v)
+		}
+		fmt.Fprintf(fs.Output(), "\nA group followed by \"dra\" runs a DRA driver instead of the device plugin:\n")
+		for _, m := range simnode.DRAModels() {
+			fmt.Fprintf(fs.Output(), "  %s\n", m)
 		}
 	}
 	if err := fs.Parse(args); err != nil {
@@ -184,6 +199,11 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 	if err := simnode.Create(ctx, cp.Client, nodes); err != nil {
 		return err
 	}
+	// The DRA drivers' DeviceClasses, as their charts install them.
+	classes := simnode.DeviceClasses(specs)
+	if err := localcluster.InstallDeviceClasses(ctx, cp.Config, classes); err != nil {
+		return err
+	}
 	agent, err := simnode.NewAgent(cp.Config, simnode.Options{
 		Workers: 8, Fast: *fastNodes, AdmissionDelay: noneIfZero(*admissionDelay),
 		DevicePluginQPS: float32(*dpQPS), DevicePluginBurst: *dpBurst,
@@ -195,6 +215,9 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer agent.Stop()
+	if err := simnode.WaitForSlices(ctx, cp.Client, nodes, time.Minute); err != nil {
+		return err
+	}
 	controllers, err := localcluster.StartControllers(ctx, cp.Config)
 	if err != nil {
 		return err
@@ -223,15 +246,12 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 	defer sched.Stop()
 	// The admission webhook, as in a real deployment: it gives device pods
 	// schedulerName hami-scheduler and HAMi's defaults (of the vendors the
-	// device config enables).
-	hook, err := localcluster.StartWebhook(ctx, cp.Config, localcluster.WebhookOptions{Vendors: webhookVendors})
+	// device config enables); or HAMi-DRA's in its place.
+	hookURL, stopHook, err := startWebhook(ctx, cp, webhookVendors, *hamiDRA)
 	if err != nil {
 		return err
 	}
-	defer hook.Stop()
-	if err := hook.WaitAdmitting(ctx, metav1.NamespaceDefault, probeResource(webhookVendors), time.Minute); err != nil {
-		return err
-	}
+	defer stopHook()
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return err
 	}
@@ -243,15 +263,25 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 	for _, s := range specs {
 		fmt.Fprintf(out, "  %s\n", s)
 	}
+	for _, c := range classes {
+		fmt.Fprintf(out, "DeviceClass %s (%s)\n", c.Name, simnode.DeviceClassSource(c.Name))
+		if c.Spec.ExtendedResourceName != nil {
+			fmt.Fprintf(out, "  maps %s: kube-scheduler's DynamicResources backs it by DRA (docs/dra.md)\n", *c.Spec.ExtendedResourceName)
+		}
+	}
+	hookDoes, examples := "gives pods that\nask for a device of an enabled vendor schedulerName: hami-scheduler and HAMi's defaults", "examples/"
+	if *hamiDRA {
+		hookDoes = fmt.Sprintf("is a model of\n%s: it turns nvidia.com/gpu, gpumem and gpucores\ninto a ResourceClaim that kube-scheduler's DynamicResources allocates", hamidra.Version)
+		examples = "examples/dra/"
+	}
 	fmt.Fprintf(out, `
-Try it (kubectl is yours; the admission webhook at %[3]s gives pods that
-ask for a device of an enabled vendor schedulerName: hami-scheduler and HAMi's defaults):
-  kubectl --kubeconfig %[1]s apply -f examples/
+Try it (kubectl is yours; the admission webhook at %[3]s %[4]s):
+  kubectl --kubeconfig %[1]s apply -f %[5]s
   kubectl --kubeconfig %[1]s get pods -o wide
   %[2]s status -kubeconfig %[1]s    # the card allocation, any time
 The allocation table below is reprinted when it changes. Ctrl-C stops everything.
 
-`, kubeconfig, os.Args[0], hook.URL)
+`, kubeconfig, os.Args[0], hookURL, hookDoes, examples)
 	if *every > 0 {
 		vendors, err := clustervendors.FromConfigs(webhookVendors)
 		if err != nil {
@@ -262,6 +292,32 @@ The allocation table below is reprinted when it changes. Ctrl-C stops everything
 		<-ctx.Done()
 	}
 	return nil
+}
+
+// startWebhook runs and registers hami-webhook, or with hamiDRA the model
+// of HAMi-DRA's webhook, and waits until the apiserver calls it; it
+// returns the webhook's URL and how to stop it.
+func startWebhook(ctx context.Context, cp *localcluster.ControlPlane, vendors []devices.Config, hamiDRA bool) (string, func(), error) {
+	if hamiDRA {
+		hook, err := localcluster.StartHAMiDRAWebhook(ctx, cp.Config, localcluster.HAMiDRAWebhookOptions{})
+		if err != nil {
+			return "", nil, err
+		}
+		if err := hook.WaitAdmitting(ctx, metav1.NamespaceDefault, time.Minute); err != nil {
+			hook.Stop()
+			return "", nil, err
+		}
+		return hook.URL, hook.Stop, nil
+	}
+	hook, err := localcluster.StartWebhook(ctx, cp.Config, localcluster.WebhookOptions{Vendors: vendors})
+	if err != nil {
+		return "", nil, err
+	}
+	if err := hook.WaitAdmitting(ctx, metav1.NamespaceDefault, probeResource(vendors), time.Minute); err != nil {
+		hook.Stop()
+		return "", nil, err
+	}
+	return hook.URL, hook.Stop, nil
 }
 
 // printTables prints the allocation table of the vendors' cards whenever

@@ -12,8 +12,29 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 )
+
+// servingSetup makes a temporary directory holding a fresh serving
+// certificate (writeServingCert) and picks a free 127.0.0.1 address for a
+// webhook; prefix names the directory. The caller removes dir.
+func servingSetup(prefix string) (dir string, ca []byte, addr string, err error) {
+	dir, err = os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", nil, "", err
+	}
+	if ca, err = writeServingCert(dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, "", err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, "", err
+	}
+	return dir, ca, net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])), nil
+}
 
 // writeServingCert makes a throw-away CA and a serving certificate for
 // 127.0.0.1 signed by it, writes tls.crt and tls.key into dir, and returns

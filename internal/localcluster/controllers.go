@@ -15,19 +15,27 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/controller-manager/pkg/informerfactory"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
 	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
+	"k8s.io/kubernetes/pkg/controller/resourceclaim"
 )
+
+// resourceClaimSyncs is kube-controller-manager's default
+// --concurrent-resource-claim-syncs.
+const resourceClaimSyncs = 50
 
 // Controllers are the few kube-controller-manager controllers a local
 // cluster needs for workloads: deployment and replicaset (a Deployment gets
-// its pods), the garbage collector (deleting a Deployment deletes them) and
+// its pods), the garbage collector (deleting a Deployment deletes them),
 // the namespace controller (kubectl delete namespace empties the namespace
-// and removes it, instead of leaving it Terminating), and the Job
-// controller (a Job gets its pods, as Kueue's Job integration needs).
+// and removes it, instead of leaving it Terminating), the Job controller
+// (a Job gets its pods, as Kueue's Job integration needs) and the resource
+// claim controller (a pod's claims made from its templates, and a claim
+// released and deallocated once the pods reserving it are gone).
 type Controllers struct {
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -76,6 +84,15 @@ func StartControllers(ctx context.Context, cfg *rest.Config) (*Controllers, erro
 	nc := namespace.NewNamespaceController(ctx, client, meta, client.Discovery().ServerPreferredNamespacedResources,
 		shared.Core().V1().Namespaces(), 5*time.Minute, corev1.FinalizerKubernetes)
 
+	// As kube-controller-manager starts it (the PodGroup informer is used
+	// only with GenericWorkload on, when the API serves PodGroups).
+	rcc, err := resourceclaim.NewController(klog.FromContext(ctx), client, shared.Core().V1().Pods(),
+		shared.Scheduling().V1beta1().PodGroups(), shared.Resource().V1().ResourceClaims(), shared.Resource().V1().ResourceClaimTemplates())
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("resource claim controller: %w", err)
+	}
+
 	shared.Start(ctx.Done())
 	metaInformers.Start(ctx.Done())
 	close(started)
@@ -84,6 +101,7 @@ func StartControllers(ctx context.Context, cfg *rest.Config) (*Controllers, erro
 	cs.done.Go(func() { jc.Run(ctx, 4) })
 	cs.done.Go(func() { gc.Run(ctx, 4, time.Minute) })
 	cs.done.Go(func() { nc.Run(ctx, 2) })
+	cs.done.Go(func() { rcc.Run(ctx, resourceClaimSyncs) })
 	cs.done.Go(func() { gc.Sync(ctx, client.Discovery(), 30*time.Second) })
 	cs.stop = append(cs.stop, shared.Shutdown, metaInformers.Shutdown)
 	return cs, nil

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net"
 	"os"
-	"strconv"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -78,21 +77,10 @@ func StartWebhook(ctx context.Context, cfg *rest.Config, opts WebhookOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "hami-webhook-")
+	dir, ca, addr, err := servingSetup("hami-webhook-")
 	if err != nil {
 		return nil, err
 	}
-	ca, err := writeServingCert(dir)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	ports, err := freePorts(1)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, err
-	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		_ = os.RemoveAll(dir)
@@ -126,12 +114,18 @@ func StartWebhook(ctx context.Context, cfg *rest.Config, opts WebhookOptions) (*
 // waitServing polls until the webhook completes a TLS handshake with its
 // certificate (it listens only once its informer cache has synced).
 func (w *Webhook) waitServing(ctx context.Context, addr string, limit time.Duration) error {
+	return waitTLS(ctx, addr, w.CA, limit, w.done)
+}
+
+// waitTLS polls until a TLS handshake with addr succeeds, verified
+// against ca, at most limit; an error on done means the server exited.
+func waitTLS(ctx context.Context, addr string, ca []byte, limit time.Duration, done <-chan error) error {
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(w.CA)
+	pool.AppendCertsFromPEM(ca)
 	deadline := time.Now().Add(limit)
 	for {
 		select {
-		case err := <-w.done:
+		case err := <-done:
 			return fmt.Errorf("webhook exited: %v", err)
 		default:
 		}

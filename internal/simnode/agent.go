@@ -39,6 +39,19 @@ const (
 	// DefaultAdmissionDelay is how long the simulated kubelet takes from
 	// seeing a pod bound to admitting it (and calling Allocate).
 	DefaultAdmissionDelay = 100 * time.Millisecond
+	// DefaultDRADriverQPS and DefaultDRADriverBurst are the kube-api-qps
+	// and kube-api-burst defaults of every modelled DRA driver (HAMi's,
+	// NVIDIA's, Hygon's and Ascend's kubelet plugins).
+	DefaultDRADriverQPS   = 5
+	DefaultDRADriverBurst = 10
+	// DefaultDRAResync is the kubelet's syncFrequency: a pod whose claims
+	// failed to prepare is synced again after it, or at once when its
+	// labels or annotations change.
+	DefaultDRAResync = time.Minute
+	// DefaultDRAWipingDelay is how long the kubelet waits for a DRA driver
+	// gone from its node to come back before it deletes the driver's
+	// ResourceSlices.
+	DefaultDRAWipingDelay = 30 * time.Second
 )
 
 // Options configure an Agent. The zero value is the faithful mode with
@@ -68,6 +81,21 @@ type Options struct {
 	// of the device plugins' and the kubelets' clients, e.g. to count
 	// their calls.
 	DevicePluginWrap, KubeletWrap transport.WrapperFunc
+	// DRADriverQPS and DRADriverBurst limit each DRA node's driver client
+	// (defaults 5 and 10); a negative QPS: no limit. DRADriverWrap, if
+	// set, wraps its transport, as DevicePluginWrap the device plugins'.
+	DRADriverQPS   float32
+	DRADriverBurst int
+	DRADriverWrap  transport.WrapperFunc
+	// DRAResync is how long after a failed prepare of a pod's claims the
+	// kubelet syncs the pod again (default one minute, the kubelet's
+	// syncFrequency; negative: at once). A change of the pod's labels or
+	// annotations syncs it at once, as in the kubelet.
+	DRAResync time.Duration
+	// DRAWipingDelay is how long after a node's DRA driver went away (its
+	// node switched back to the device plugin) its ResourceSlices are
+	// deleted (default 30 s, the kubelet's; negative: at once).
+	DRAWipingDelay time.Duration
 }
 
 func (o *Options) defaults() {
@@ -92,9 +120,28 @@ func (o *Options) defaults() {
 	case o.AdmissionDelay == 0:
 		o.AdmissionDelay = DefaultAdmissionDelay
 	}
-	if o.Fast {
-		o.DevicePluginQPS, o.KubeletQPS = -1, -1
+	if o.DRADriverQPS == 0 {
+		o.DRADriverQPS = DefaultDRADriverQPS
 	}
+	if o.DRADriverBurst <= 0 {
+		o.DRADriverBurst = DefaultDRADriverBurst
+	}
+	o.DRAResync = defaultDuration(o.DRAResync, DefaultDRAResync)
+	o.DRAWipingDelay = defaultDuration(o.DRAWipingDelay, DefaultDRAWipingDelay)
+	if o.Fast {
+		o.DevicePluginQPS, o.KubeletQPS, o.DRADriverQPS = -1, -1, -1
+	}
+}
+
+// defaultDuration is d, def when zero, none (0) when negative.
+func defaultDuration(d, def time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return def
+	case d < 0:
+		return 0
+	}
+	return d
 }
 
 // String describes the mode, e.g. for a benchmark's header.
@@ -109,8 +156,8 @@ func (o Options) String() string {
 		}
 		return fmt.Sprintf("%g QPS, burst %d", qps, burst)
 	}
-	return fmt.Sprintf("faithful node side (per node: device plugin %s, kubelet %s; admission delay %s)",
-		limit(o.DevicePluginQPS, o.DevicePluginBurst), limit(o.KubeletQPS, o.KubeletBurst), o.AdmissionDelay)
+	return fmt.Sprintf("faithful node side (per node: device plugin %s, DRA driver %s, kubelet %s; admission delay %s)",
+		limit(o.DevicePluginQPS, o.DevicePluginBurst), limit(o.DRADriverQPS, o.DRADriverBurst), limit(o.KubeletQPS, o.KubeletBurst), o.AdmissionDelay)
 }
 
 // Agent plays, for every node labelled SimulatedLabel, HAMi's NVIDIA device
@@ -140,12 +187,15 @@ func (o Options) String() string {
 type Agent struct {
 	opts  Options
 	watch kubernetes.Interface
-	// devicePlugins and kubelets make the nodes' clients.
-	devicePlugins, kubelets *clientMaker
+	// devicePlugins, kubelets and draDrivers make the nodes' clients.
+	devicePlugins, kubelets, draDrivers *clientMaker
 
 	pods  corelisters.PodLister
 	nodes corelisters.NodeLister
 	queue workqueue.TypedRateLimitingInterface[string]
+	// driverQueue holds the names of nodes whose DRA driver to start or
+	// stop (dra_agent.go).
+	driverQueue workqueue.TypedRateLimitingInterface[string]
 
 	mu sync.Mutex
 	// admitted holds pods whose admission has begun, so that updates the
@@ -160,8 +210,15 @@ type Agent struct {
 	simNodes map[string]*simNode
 	// shared is every node's clients in the fast mode.
 	shared *simNode
+	// waiting holds the pods whose claims failed to prepare, until the
+	// kubelet syncs them again (dra_agent.go).
+	waiting map[types.UID]prepareWait
+	// devices records what each container of a pod got from its claims,
+	// by pod namespace/name.
+	devices map[string]podDevices
 
 	served, started, failed, mismatched, deleted atomic.Int64
+	prepared, prepareFailures, draViolations     atomic.Int64
 	// handOvers times each node's passage from one pod to the next.
 	handOvers handOverLog
 
@@ -175,6 +232,8 @@ type simNode struct {
 	name    string
 	dp      *devicePlugin
 	kubelet corev1client.CoreV1Interface
+	// dra is the kubelet's DRA manager and the DRA driver it runs.
+	dra *draManager
 	// admissions holds the keys of pods the kubelet is to admit, each
 	// added after the admission delay (faithful mode only).
 	admissions workqueue.TypedRateLimitingInterface[string]
@@ -193,6 +252,13 @@ type Stats struct {
 	Mismatched int64
 	// Deleted pods were removed after their deletion was requested.
 	Deleted int64
+	// Prepared pods had the claims they use prepared by their node's DRA
+	// driver; PrepareFailed counts the kubelet's failed attempts
+	// (FailedPrepareDynamicResources events).
+	Prepared, PrepareFailed int64
+	// DRAViolations counts claims a simulated node refused because no
+	// real driver checks what was wrong with them (ViolationError).
+	DRAViolations int64
 }
 
 // NewAgent returns an agent for the simulated nodes of the API server cfg
@@ -211,11 +277,16 @@ func NewAgent(cfg *rest.Config, opts Options) (*Agent, error) {
 		allocated: map[types.UID]error{},
 		failing:   map[string]bool{},
 		simNodes:  map[string]*simNode{},
+		waiting:   map[types.UID]prepareWait{},
+		devices:   map[string]podDevices{},
 	}
 	if a.devicePlugins, err = newClientMaker(cfg, opts.DevicePluginWrap, opts.DevicePluginQPS, opts.DevicePluginBurst); err != nil {
 		return nil, err
 	}
 	if a.kubelets, err = newClientMaker(cfg, opts.KubeletWrap, opts.KubeletQPS, opts.KubeletBurst); err != nil {
+		return nil, err
+	}
+	if a.draDrivers, err = newClientMaker(cfg, opts.DRADriverWrap, opts.DRADriverQPS, opts.DRADriverBurst); err != nil {
 		return nil, err
 	}
 	if opts.Fast {
@@ -234,13 +305,14 @@ func (a *Agent) newSimNode(name string) (*simNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	kubeletClient, err := a.kubelets.client()
+	kubeletClient, err := a.kubelets.clientset()
 	if err != nil {
 		return nil, err
 	}
 	return &simNode{
 		name:    name,
-		kubelet: kubeletClient,
+		kubelet: kubeletClient.CoreV1(),
+		dra:     newDRAManager(name, kubeletClient.ResourceV1()),
 		dp: &devicePlugin{
 			node:       name,
 			client:     dpClient,
@@ -264,7 +336,7 @@ func (a *Agent) nodeFor(name string) (*simNode, error) {
 	if a.opts.Fast {
 		// One pair of clients for all, one device plugin per node (its
 		// Allocate is serialised per node).
-		n = &simNode{name: name, kubelet: a.shared.kubelet, dp: &devicePlugin{
+		n = &simNode{name: name, kubelet: a.shared.kubelet, dra: newDRAManager(name, a.shared.dra.kubelet), dp: &devicePlugin{
 			node: name, client: a.shared.dp.client, nodes: a.nodes, failing: a.isFailing, mismatched: &a.mismatched,
 			released: a.handOvers.released,
 		}}
@@ -307,6 +379,7 @@ func (a *Agent) Stats() Stats {
 	return Stats{
 		Served: a.served.Load(), Started: a.started.Load(), Failed: a.failed.Load(),
 		Mismatched: a.mismatched.Load(), Deleted: a.deleted.Load(),
+		Prepared: a.prepared.Load(), PrepareFailed: a.prepareFailures.Load(), DRAViolations: a.draViolations.Load(),
 	}
 }
 
@@ -326,6 +399,9 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.NewTypedItemExponentialFailureRateLimiter[string](10*time.Millisecond, 5*time.Second),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "simnode-agent"})
+	a.driverQueue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 10*time.Second),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "simnode-dra-drivers"})
 
 	enqueue := func(obj any) {
 		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
@@ -343,6 +419,7 @@ func (a *Agent) Start(ctx context.Context) error {
 				a.mu.Lock()
 				delete(a.admitted, pod.UID)
 				delete(a.allocated, pod.UID)
+				delete(a.waiting, pod.UID)
 				a.mu.Unlock()
 				a.podDeleted(pod)
 			}
@@ -351,13 +428,16 @@ func (a *Agent) Start(ctx context.Context) error {
 		a.cancel()
 		return fmt.Errorf("watch pods: %w", err)
 	}
-	// A node that appears late may already have pods bound to it.
+	// A node that appears late may already have pods bound to it. A
+	// node's DRA driver starts and stops with its spec.
 	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: a.nodeChanged,
 		AddFunc: func(obj any) {
 			node, ok := obj.(*corev1.Node)
 			if !ok {
 				return
 			}
+			a.nodeChanged(nil, node)
 			pods, _ := a.pods.List(labels.Everything())
 			for _, p := range pods {
 				if p.Spec.NodeName == node.Name {
@@ -374,6 +454,7 @@ func (a *Agent) Start(ctx context.Context) error {
 	a.done.Go(func() {
 		<-ctx.Done()
 		a.queue.ShutDown()
+		a.driverQueue.ShutDown()
 		a.mu.Lock()
 		for _, n := range a.simNodes {
 			if n.admissions != nil {
@@ -394,6 +475,14 @@ func (a *Agent) Start(ctx context.Context) error {
 			}
 		})
 	}
+	// Drivers start one per node at once: each waits for its slice
+	// informer to sync before publishing.
+	for range driverWorkers {
+		a.done.Go(func() {
+			for a.processDriver(ctx) {
+			}
+		})
+	}
 	return nil
 }
 
@@ -406,6 +495,10 @@ func (a *Agent) podDeleted(pod *corev1.Pod) {
 	if n == nil || a.ctx.Err() != nil {
 		return
 	}
+	// A pod removed without its deletion passing through remove (force
+	// deleted) leaves its claims too.
+	n.dra.unprepareResources(pod.UID)
+	a.forgetDevices(pod)
 	a.done.Go(func() {
 		n.dp.applyMu.Lock()
 		defer n.dp.applyMu.Unlock()
@@ -422,8 +515,10 @@ func (a *Agent) Stop() {
 		a.cancel()
 	}
 	a.done.Wait()
+	a.stopDrivers()
 	a.devicePlugins.http.CloseIdleConnections()
 	a.kubelets.http.CloseIdleConnections()
+	a.draDrivers.http.CloseIdleConnections()
 }
 
 func (a *Agent) processNext(ctx context.Context) bool {
@@ -458,7 +553,11 @@ func (a *Agent) sync(ctx context.Context, key string) error {
 	}
 	a.mu.Lock()
 	if a.admitted[pod.UID] {
+		retry := a.dueForPrepare(pod)
 		a.mu.Unlock()
+		if retry {
+			return a.syncAgain(ctx, key, node, pod)
+		}
 		return nil
 	}
 	a.admitted[pod.UID] = true
@@ -525,8 +624,9 @@ func (a *Agent) admitNext(n *simNode) bool {
 }
 
 // remove deletes a pod whose deletion was requested, as the kubelet does
-// once its containers have stopped.
+// once its containers have stopped and its claims are unprepared.
 func (a *Agent) remove(ctx context.Context, node *simNode, pod *corev1.Pod) error {
+	node.dra.unprepareResources(pod.UID)
 	err := node.kubelet.Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptrTo(int64(0)),
 		Preconditions:      &metav1.Preconditions{UID: &pod.UID},
@@ -559,6 +659,12 @@ func (a *Agent) admit(ctx context.Context, node *simNode, pod *corev1.Pod) error
 	if outcome != nil {
 		return a.reportFailed(ctx, node, pod, outcome)
 	}
+	if hasDynamicResources(pod) {
+		if err := node.dra.prepareResources(ctx, pod); err != nil {
+			return a.prepareFailed(ctx, node, pod, err)
+		}
+		a.recordDevices(node, pod)
+	}
 	if err := a.reportRunning(ctx, node, pod); err != nil {
 		return err
 	}
@@ -571,7 +677,7 @@ func (a *Agent) admit(ctx context.Context, node *simNode, pod *corev1.Pod) error
 // container one call per registered resource it asks. Pods that were not
 // handed to HAMi need nothing from them.
 func (a *Agent) allocateAll(ctx context.Context, node *simNode, pod *corev1.Pod) error {
-	if _, handed := pod.Annotations[devices.BindPhase]; !handed {
+	if _, handed := pod.Annotations[devices.BindPhase]; !handed || !a.runsDevicePlugins(node.name) {
 		return nil
 	}
 	a.handOvers.allocating(node.dp.node, pod.Namespace, pod.Name, time.Now())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"k8s.io/client-go/kubernetes"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
@@ -42,6 +43,17 @@ func newClientMaker(cfg *rest.Config, wrap transport.WrapperFunc, qps float32, b
 
 // client returns a new client with a rate limiter of its own.
 func (m *clientMaker) client() (corev1client.CoreV1Interface, error) {
+	cs, err := m.clientset()
+	if err != nil {
+		return nil, err
+	}
+	return cs.CoreV1(), nil
+}
+
+// clientset returns a new clientset whose API groups share one rate
+// limiter of its own, as one process's client does (a kubelet's core and
+// resource calls, a DRA driver's).
+func (m *clientMaker) clientset() (kubernetes.Interface, error) {
 	c := rest.CopyConfig(m.config)
 	if m.qps > 0 {
 		c.QPS, c.Burst = m.qps, m.burst
@@ -50,5 +62,5 @@ func (m *clientMaker) client() (corev1client.CoreV1Interface, error) {
 		// A negative QPS turns client-go's default limiter off.
 		c.QPS, c.Burst, c.RateLimiter = -1, 0, nil
 	}
-	return corev1client.NewForConfigAndClient(c, m.http)
+	return kubernetes.NewForConfigAndClient(c, m.http)
 }

@@ -15,26 +15,33 @@ import (
 // has started: init containers completed, the others running and ready.
 func (a *Agent) reportRunning(ctx context.Context, node *simNode, pod *corev1.Pod) error {
 	now := metav1.Now()
+	return a.reportStatus(ctx, node, pod, corev1.PodRunning, []corev1.PodCondition{
+		{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+	}, func(c *corev1.ContainerStatus) {
+		c.Ready, c.Started = true, ptrTo(true)
+		c.State.Running = &corev1.ContainerStateRunning{StartedAt: now}
+	}, func(c *corev1.ContainerStatus) {
+		c.Ready, c.Started = true, ptrTo(false)
+		c.State.Terminated = &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: now, FinishedAt: now}
+	})
+}
+
+// reportStatus writes the pod's phase, conditions and start time, and the
+// containers' and init containers' statuses as set makes them.
+func (a *Agent) reportStatus(ctx context.Context, node *simNode, pod *corev1.Pod, phase corev1.PodPhase, conditions []corev1.PodCondition,
+	set, setInit func(*corev1.ContainerStatus)) error {
 	status := map[string]any{
-		"phase":     corev1.PodRunning,
-		"startTime": now,
-		"hostIP":    a.hostIP(pod.Spec.NodeName),
-		"conditions": []corev1.PodCondition{
-			{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-		},
-		"containerStatuses": containerStatuses(pod, pod.Spec.Containers, func(c *corev1.ContainerStatus) {
-			c.Ready, c.Started = true, ptrTo(true)
-			c.State.Running = &corev1.ContainerStateRunning{StartedAt: now}
-		}),
+		"phase":             phase,
+		"startTime":         metav1.Now(),
+		"hostIP":            a.hostIP(pod.Spec.NodeName),
+		"conditions":        conditions,
+		"containerStatuses": containerStatuses(pod, pod.Spec.Containers, set),
 	}
 	if len(pod.Spec.InitContainers) > 0 {
-		status["initContainerStatuses"] = containerStatuses(pod, pod.Spec.InitContainers, func(c *corev1.ContainerStatus) {
-			c.Ready, c.Started = true, ptrTo(false)
-			c.State.Terminated = &corev1.ContainerStateTerminated{Reason: "Completed", StartedAt: now, FinishedAt: now}
-		})
+		status["initContainerStatuses"] = containerStatuses(pod, pod.Spec.InitContainers, setInit)
 	}
 	return patchStatus(ctx, node.kubelet, pod, status)
 }
@@ -89,3 +96,27 @@ func patchStatus(ctx context.Context, client corev1client.CoreV1Interface, pod *
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// reportCreating writes the status the kubelet posts for a pod whose
+// sandbox it cannot create yet (its claims failed to prepare): Pending,
+// not ready, init containers (or else the containers) waiting
+// PodInitializing or ContainerCreating.
+func (a *Agent) reportCreating(ctx context.Context, node *simNode, pod *corev1.Pod) error {
+	now := metav1.Now()
+	waiting := func(reason string) func(*corev1.ContainerStatus) {
+		return func(c *corev1.ContainerStatus) {
+			c.Started, c.ContainerID, c.ImageID = ptrTo(false), "", ""
+			c.State.Waiting = &corev1.ContainerStateWaiting{Reason: reason}
+		}
+	}
+	initialized, reason := corev1.ConditionTrue, "ContainerCreating"
+	if len(pod.Spec.InitContainers) > 0 {
+		initialized, reason = corev1.ConditionFalse, "PodInitializing"
+	}
+	return a.reportStatus(ctx, node, pod, corev1.PodPending, []corev1.PodCondition{
+		{Type: corev1.PodReadyToStartContainers, Status: corev1.ConditionFalse, LastTransitionTime: now},
+		{Type: corev1.PodInitialized, Status: initialized, LastTransitionTime: now},
+		{Type: corev1.ContainersReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now},
+		{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ContainersNotReady", LastTransitionTime: now},
+	}, waiting(reason), waiting("PodInitializing"))
+}

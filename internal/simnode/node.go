@@ -233,8 +233,9 @@ func RegisterAnnotation(node string, s Spec) string {
 // Build builds the spec's nodes, named prefix-first, prefix-(first+1), ...:
 // Ready, with what the vendor's device plugin puts on its Node (for
 // NVIDIA the register annotation and nvidia.com/gpu capacity and
-// allocatable of cards x split; see ParseSpec for the others). Callers may
-// add labels or taints before creating them.
+// allocatable of cards x split; see ParseSpec for the others), or for a
+// DRA spec only DRADriverLabel; every node carries the spec in
+// SpecAnnotation. Callers may add labels or taints before creating them.
 func (s Spec) Build(prefix string, first int) []*corev1.Node {
 	nodes := make([]*corev1.Node, 0, s.Nodes)
 	for i := range s.Nodes {
@@ -247,6 +248,13 @@ func (s Spec) Build(prefix string, first int) []*corev1.Node {
 // capacity) to a node built from another spec, for nodes with cards of
 // two vendors. The spec's node count is not used.
 func (s Spec) AddTo(n *corev1.Node) {
+	makeNodeMaps(n)
+	kindOf(s).inventory(n, s)
+}
+
+// makeNodeMaps makes the node's annotations, labels, capacity and
+// allocatable where they are nil.
+func makeNodeMaps(n *corev1.Node) {
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
@@ -259,7 +267,6 @@ func (s Spec) AddTo(n *corev1.Node) {
 	if n.Status.Allocatable == nil {
 		n.Status.Allocatable = corev1.ResourceList{}
 	}
-	kindOf(s).inventory(n, s)
 }
 
 func (s Spec) node(name string, ordinal int) *corev1.Node {
@@ -300,8 +307,20 @@ func (s Spec) node(name string, ordinal int) *corev1.Node {
 			},
 		},
 	}
-	kindOf(s).inventory(n, s)
+	n.Annotations[SpecAnnotation] = s.String()
+	s.inventory(n)
 	return n
+}
+
+// inventory writes the spec's cards onto the node: the vendor's device
+// plugin registration and resources, or, on a DRA node, the label naming
+// its driver (its devices are in the ResourceSlices the agent publishes).
+func (s Spec) inventory(n *corev1.Node) {
+	if s.DRA != "" {
+		n.Labels[DRADriverLabel] = s.DRA
+		return
+	}
+	kindOf(s).inventory(n, s)
 }
 
 // Create creates the nodes, a few at a time.

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/kubernetes/pkg/features"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 )
@@ -55,7 +57,8 @@ type kubeletCall struct {
 // limits that a device plugin registers, in the order of the resource
 // names (the kubelet walks a map; every model here is indifferent to the
 // order). Requests without limits are not the device manager's: it reads
-// limits only.
+// limits only; nor are, with DRAExtendedResource, the resources
+// kube-scheduler backed by a claim (status.extendedResourceClaimStatus).
 func kubeletCalls(pod *corev1.Pod) []kubeletCall {
 	var out []kubeletCall
 	for i, c := range devices.Containers(pod) {
@@ -66,7 +69,7 @@ func kubeletCalls(pod *corev1.Pod) []kubeletCall {
 		slices.Sort(names)
 		for _, name := range names {
 			p, ok := pluginFor(name)
-			if !ok || !positive(c, name) {
+			if !ok || !positive(c, name) || draBacked(pod, c.Name, name) {
 				continue
 			}
 			out = append(out, kubeletCall{plugin: p, call: allocateCall{
@@ -136,4 +139,17 @@ func quantity(c *corev1.Container, name corev1.ResourceName) int {
 		return 0
 	}
 	return int(n)
+}
+
+// draBacked reports whether the container's resource is one kube-scheduler
+// allocated through DRA (a request mapping of the pod's
+// extendedResourceClaimStatus): the device manager skips it.
+func draBacked(pod *corev1.Pod, container string, resource corev1.ResourceName) bool {
+	s := pod.Status.ExtendedResourceClaimStatus
+	if s == nil || !utilfeature.DefaultFeatureGate.Enabled(features.DRAExtendedResource) {
+		return false
+	}
+	return slices.ContainsFunc(s.RequestMappings, func(m corev1.ContainerExtendedResourceRequest) bool {
+		return m.ContainerName == container && corev1.ResourceName(m.ResourceName) == resource
+	})
 }

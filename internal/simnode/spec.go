@@ -45,6 +45,13 @@ type Spec struct {
 	// (node annotation hami-vnpu-core: "true"); without it the nodes carry
 	// no such annotation and the scheduler's hamiVnpuCore setting decides.
 	HAMiCore bool
+	// DRA, when set, is the DRA driver the nodes run instead of the
+	// vendor's HAMi device plugin (HAMiDRADriver, NVIDIADRADriver,
+	// HygonDRADriver, AscendDRADriver): no HAMi annotations and no device
+	// plugin resources on the Node; the agent publishes the driver's
+	// ResourceSlices and plays its kubelet plugin. ParseSpec sets it from
+	// the setting "dra" (the vendor's first model) or "dra <word>".
+	DRA string
 }
 
 // EveryVendorSpec is a small mixed cluster: one node of every vendor HAMi
@@ -82,8 +89,10 @@ var specPattern = regexp.MustCompile(`(?i)^(\d+)\s*nodes?\s*[x×*]\s*(\d+)\s*car
 // "4 nodes x 8 cards of NVIDIA A100 40 GiB, split 10". After the memory
 // come optional comma-separated settings: "split N" (default 10),
 // "cores N" (default 100) and "mig" (the device plugin in mig mode, e.g.
-// "1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB, mig"). Groups of
-// different vendors mix, e.g.
+// "1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB, mig") and "dra" (the
+// nodes run a DRA driver instead of HAMi's device plugin, e.g.
+// "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, dra"; see ParseSpec).
+// Groups of different vendors and kinds mix, e.g.
 // "2 nodes x 8 cards of Ascend910B4 32 GiB; 1 node x 4 cards of Hygon DCU Z100 32 GiB".
 func ParseSpecs(s string) ([]Spec, error) {
 	var specs []Spec
@@ -139,6 +148,15 @@ func ParseSpecs(s string) ([]Spec, error) {
 //
 // "mig" is NVIDIA's only, "hami-core" Ascend's; a vendor whose count HAMi
 // fixes refuses "split".
+//
+// "dra" makes the group DRA nodes: they run a DRA driver instead of the
+// vendor's HAMi device plugin (Spec.DRA). NVIDIA: "dra" or "dra hami" is
+// HAMi's driver (hami-core-gpu.project-hami.io), "dra nvidia" NVIDIA's
+// (gpu.nvidia.com, memory shares); Hygon DCU: "dra" or "dra hygon"
+// (dra.hygon.com, "cores" sets the compute units it publishes); Ascend:
+// "dra" or "dra ascend" (ascend.project-hami.io). A DRA group takes no
+// split, mig or hami-core, nor cores but Hygon's (DRAModels lists the
+// drivers and the sources they follow).
 func ParseSpec(s string) (Spec, error) {
 	m := specPattern.FindStringSubmatch(strings.TrimSpace(s))
 	if m == nil {
@@ -163,14 +181,27 @@ func ParseSpec(s string) (Spec, error) {
 	if spec.MemoryMiB, err = memoryMiB(m[4], m[5]); err != nil {
 		return Spec{}, fmt.Errorf("node group %q: %w", s, err)
 	}
+	// draWord is nil without "dra", else the word after it ("" for none).
+	var draWord *string
 	if m[6] != "" {
 		for opt := range strings.SplitSeq(m[6], ",") {
-			if err := spec.setOption(strings.TrimSpace(opt)); err != nil {
+			opt = strings.TrimSpace(opt)
+			if key, value, _ := strings.Cut(opt, " "); strings.EqualFold(key, "dra") {
+				if draWord != nil {
+					return Spec{}, fmt.Errorf("node group %q: setting %q: dra given twice", s, opt)
+				}
+				draWord = ptrTo(strings.TrimSpace(value))
+				continue
+			}
+			if err := spec.setOption(opt); err != nil {
 				return Spec{}, fmt.Errorf("node group %q: %w", s, err)
 			}
 		}
 	}
 	if err := spec.checkVendor(k); err != nil {
+		return Spec{}, fmt.Errorf("node group %q: %w", s, err)
+	}
+	if err := spec.setDRA(k, draWord); err != nil {
 		return Spec{}, fmt.Errorf("node group %q: %w", s, err)
 	}
 	if spec.MIG {
@@ -237,7 +268,7 @@ func (s *Spec) setOption(opt string) error {
 		s.HAMiCore = true
 		return nil
 	default:
-		return fmt.Errorf("unknown setting %q (want split N, cores N, mig or hami-core)", opt)
+		return fmt.Errorf("unknown setting %q (want split N, cores N, mig, hami-core or dra [driver])", opt)
 	}
 }
 
@@ -277,6 +308,17 @@ func (s Spec) String() string {
 	if s.MemoryMiB%1024 == 0 {
 		mem = strconv.FormatInt(int64(s.MemoryMiB/1024), 10) + " GiB"
 	}
+	if m := draModelOf(s); m != nil {
+		// A DRA node has no split; only Hygon's driver publishes cores.
+		out := fmt.Sprintf("%d %s x %d %s of %s %s", s.Nodes, nodes, s.Cards, cards, s.Model, mem)
+		if s.Cores != 100 {
+			out += fmt.Sprintf(", cores %d", s.Cores)
+		}
+		if m.isDefault() {
+			return out + ", dra"
+		}
+		return out + ", dra " + m.words[0]
+	}
 	if s.MIG {
 		// The split and cores follow from the model's MIG profiles.
 		return fmt.Sprintf("%d %s x %d %s of %s %s, mig", s.Nodes, nodes, s.Cards, cards, s.Model, mem)
@@ -289,4 +331,29 @@ func (s Spec) String() string {
 		out += ", hami-core"
 	}
 	return out
+}
+
+// setDRA applies "dra [word]" (word nil: none given) to a parsed spec of
+// kind k: it picks the driver, and refuses the settings a DRA node does
+// not have.
+func (s *Spec) setDRA(k *kind, word *string) error {
+	if word == nil {
+		return nil
+	}
+	m, err := draModelFor(k, *word)
+	if err != nil {
+		return err
+	}
+	switch {
+	case s.MIG:
+		return fmt.Errorf("mig: %s publishes full cards, not MIG devices", m.label)
+	case s.HAMiCore:
+		return fmt.Errorf("hami-core: the setting is HAMi's Ascend device plugin's, not %s's", m.label)
+	case s.Split != max(k.defaultSplit, k.fixedSplit):
+		return fmt.Errorf("split %d: %s shares a card by its capacity, it has no split count", s.Split, m.label)
+	case s.Cores != 100 && m != hygonDRAModel:
+		return fmt.Errorf("cores %d: %s publishes its own cores (only Hygon's DRA driver takes the card's compute units)", s.Cores, m.label)
+	}
+	s.DRA = m.driver
+	return nil
 }

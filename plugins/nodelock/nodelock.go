@@ -28,6 +28,10 @@ import (
 // for longer than the wait allows.
 var ErrBusy = errors.New("node lock held by another pod")
 
+// ErrNotServed is returned by Lock on a node where no device plugin that
+// takes the lock serves any more (Locker.Served).
+var ErrNotServed = errors.New("no device plugin that takes the node lock serves the node any more")
+
 // MaxClockSkew is how far the clocks of the lock's writers (this scheduler,
 // HAMi's scheduler, device plugins) and the API server may disagree. A lock
 // dated more than MaxClockSkew in the future was written by a wrong clock
@@ -43,6 +47,11 @@ type Locker struct {
 	Expiry time.Duration
 	// Wait bounds how long Lock waits while another pod holds the lock.
 	Wait time.Duration
+	// Served, when set, reports whether a device plugin that takes the
+	// lock still serves the node: Lock gives up (ErrNotServed) on a node
+	// that no longer registers such cards, e.g. one moved to a DRA
+	// driver, whose lock nobody would release.
+	Served func(node *corev1.Node) bool
 	// now is the clock; tests replace it.
 	now func() time.Time
 
@@ -261,6 +270,9 @@ func (l *Locker) try(ctx context.Context, nodeName string, pod *corev1.Pod) (nod
 	node, err = l.readNode(ctx, nodeName)
 	if err != nil {
 		return nil, false, fmt.Errorf("read node %s for its lock: %w", nodeName, err)
+	}
+	if l.Served != nil && !l.Served(node) {
+		return node, false, fmt.Errorf("node %s: %w", nodeName, ErrNotServed)
 	}
 	free, takeOver, err := l.mayTake(ctx, node, pod)
 	if errors.Is(err, errHeldByPod) {

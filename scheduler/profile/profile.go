@@ -58,7 +58,8 @@ func Registry() frameworkruntime.Registry {
 // nodes: every vendor resource that describes a share of a card (memory,
 // memory percentage, cores, priority), for the vendors args enable (nil:
 // the defaults). The card count stays, since device plugins advertise it,
-// except where the vendor says its plugin does not (devices.CountAdvertiser).
+// except where the vendor says its plugin does not (devices.CountAdvertiser)
+// and, from 1.34, for vendors with DRA drivers (countCheckedByHAMi).
 func IgnoredResources(args *hamiv1.HAMiArgs) ([]string, error) {
 	internal, err := hamischeme.ArgsFrom(args)
 	if err != nil {
@@ -76,7 +77,7 @@ func IgnoredResources(args *hamiv1.HAMiArgs) ([]string, error) {
 	for _, v := range registry.Vendors() {
 		r := v.Resources()
 		ca, ok := v.(devices.CountAdvertiser)
-		countIgnored := ok && !ca.CountAdvertised()
+		countIgnored := ok && !ca.CountAdvertised() || countCheckedByHAMi(v)
 		for _, n := range r.All() {
 			if n != r.Count || countIgnored {
 				names = append(names, string(n))

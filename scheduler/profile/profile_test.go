@@ -60,7 +60,7 @@ func TestProfiles(t *testing.T) {
 			wantIgnoredHas: []string{"nvidia.com/gpumem", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority",
 				"cambricon.com/mlu.smlu.vmemory", "metax-tech.com/vmemory", "huawei.com/Ascend910B3-memory", "kunlunxin.com/vxpu-memory"}},
 		{name: "renamed resources follow the vendor config", args: custom,
-			wantIgnored: []string{"example.com/vram", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"},
+			wantIgnored: []string{"nvidia.com/gpu", "example.com/vram", "nvidia.com/gpumem-percentage", "nvidia.com/gpucores", "nvidia.com/priority"},
 			wantPolicy:  "spread"},
 		{name: "unknown vendor", args: &hamiv1.HAMiArgs{Vendors: []hamiv1.VendorArgs{{Name: "voodoo"}}}, wantErr: "unknown vendor"},
 	}

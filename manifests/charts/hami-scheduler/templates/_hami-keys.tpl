@@ -295,6 +295,12 @@ with the resources HAMi's keys name (hamiManagedResources).
 {{- range $off }}{{ if hasPrefix . $name }}{{ $switchedOff = true }}{{ end }}{{ end -}}
 {{- if not $switchedOff }}{{ $names = append $names $name }}{{ end -}}
 {{- end -}}
-{{- $names = concat $names (include "hami-scheduler.hamiManagedResources" . | fromYamlArray) | uniq -}}
-{{- toYaml $names -}}
+{{- $names = concat $names (include "hami-scheduler.hamiManagedResources" . | fromYamlArray) -}}
+{{- if ge (include "hami-scheduler.band" . | int) 37 -}}
+{{- /* From 1.34 the HAMi plugin checks NVIDIA's count itself where a node advertises it, and places pods on DRA nodes, which advertise none. */ -}}
+{{- $count := "nvidia.com/gpu" -}}
+{{- with include "hami-scheduler.given" (dict "root" . "path" "resourceName") }}{{ $count = (fromJson .).v }}{{ end -}}
+{{- $names = append $names $count -}}
+{{- end -}}
+{{- toYaml ($names | uniq) -}}
 {{- end -}}

@@ -257,7 +257,13 @@ profiles:
       # Nodes do not advertise the share of a card a container asks for
       # (memory, cores, ...), nor some vendors' counts: every vendor's are
       # HAMi's business, as HAMi's extender marks them ignoredByScheduler.
+{{- if $dra }}
+      # From 1.34 nvidia.com/gpu too: the HAMi plugin checks it where a
+      # device plugin advertises it, and places pods on DRA nodes, which
+      # advertise none.
+{{- else }}
       # Nodes advertise nvidia.com/gpu (cards x split count), checked here.
+{{- end }}
       ignoredResources:
       {{- include "hami-scheduler.ignoredResources" . | nindent 6 }}
 {{- with include "hami-scheduler.pluginArgs" . }}

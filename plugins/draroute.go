@@ -1,0 +1,135 @@
+//go:build !k8s1.33 && !k8s1.30
+
+package plugins
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	framework "k8s.io/kube-scheduler/framework"
+	"k8s.io/kubernetes/pkg/features"
+
+	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/dra"
+	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+	"github.com/hami-scheduler/hami-scheduler/plugins/dranodes"
+)
+
+// dranodesRoute is draRoute on kube-scheduler's shared DRA manager.
+type dranodesRoute struct {
+	inventory *dranodes.Inventory
+	manager   framework.SharedDRAManager
+	client    kubernetes.Interface
+	vendors   []devices.Vendor
+}
+
+// newDRARoute watches ResourceSlices for DRA cards when the scheduler
+// runs a DRA manager with consumable capacity (shares of a device) and
+// extended resources backed by DRA (the kubelet reads a claim the
+// scheduler names in the pod's status): 1.36 and later by default. synced
+// reports whether the slices were listed.
+func newDRARoute(logger klog.Logger, handle fwk.Handle, registry *devices.Registry, split func(vendor string) int32) (draRoute, func() bool, error) {
+	manager := handle.SharedDRAManager()
+	gates := utilfeature.DefaultFeatureGate
+	if manager == nil || !gates.Enabled(features.DRAConsumableCapacity) || !gates.Enabled(features.DRAExtendedResource) {
+		logger.V(2).Info("DRA nodes are not used: the scheduler runs without DRA, DRAConsumableCapacity or DRAExtendedResource")
+		return nil, func() bool { return true }, nil
+	}
+	inv, reg, err := dranodes.NewInventory(logger, handle.SharedInformerFactory().Resource().V1().ResourceSlices().Informer(), split)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &dranodesRoute{inventory: inv, manager: manager, client: handle.ClientSet(), vendors: registry.Vendors()}, reg.HasSynced, nil
+}
+
+func (r *dranodesRoute) view() (draView, error) {
+	if r.inventory.Empty() {
+		return nil, nil
+	}
+	consumed, err := dranodes.Consumed(r.manager.ResourceClaims())
+	if err != nil {
+		return nil, err
+	}
+	return &dranodesView{route: r, consumed: consumed}, nil
+}
+
+// dranodesView is draView on one read of the DRA account.
+type dranodesView struct {
+	route    *dranodesRoute
+	consumed map[dra.DeviceKey]dra.Consumption
+}
+
+func (v *dranodesView) cards(node string, vi int, dst []devices.Usage) ([]devices.Card, []devices.Usage, error) {
+	nd := v.route.inventory.Node(node)
+	if nd == nil {
+		return nil, dst[:0], nil
+	}
+	ds, cards := nd.ForVendor(v.route.vendors[vi].Name())
+	if len(ds) == 0 {
+		return nil, dst[:0], nil
+	}
+	for _, d := range ds {
+		if _, err := v.route.manager.DeviceClasses().Get(d.Driver.DeviceClass); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, dst[:0], fmt.Errorf("DeviceClass %s of driver %s is not installed", d.Driver.DeviceClass, d.Driver.Name)
+			}
+			return nil, dst[:0], err
+		}
+	}
+	return cards, append(dst[:0], dra.Usage(ds, v.consumed)...), nil
+}
+
+func (r *dranodesRoute) reserve(pod *corev1.Pod, node string, assignments []devices.Assignment) (draBinding, error) {
+	nd := r.inventory.Node(node)
+	if nd == nil {
+		return nil, fmt.Errorf("node %s publishes no DRA card any more", node)
+	}
+	var shares []dra.Share
+	for vi, a := range assignments {
+		if a.Empty() {
+			continue
+		}
+		ds, _ := nd.ForVendor(r.vendors[vi].Name())
+		for ci, grants := range a {
+			for _, g := range grants {
+				d, ok := deviceOf(ds, g.UUID)
+				if !ok {
+					return nil, fmt.Errorf("card %s is not a DRA card of node %s", g.UUID, node)
+				}
+				shares = append(shares, dra.Share{Container: ci, Resource: r.vendors[vi].Resources().Count, Grant: g, Device: d})
+			}
+		}
+	}
+	claim, err := dra.NewClaim(pod, node, shares, uuid.NewUUID)
+	if err != nil {
+		return nil, err
+	}
+	b, err := dranodes.Reserve(r.manager.ResourceClaims(), r.client, claim)
+	if err != nil {
+		return nil, err
+	}
+	return dranodesBinding{b}, nil
+}
+
+func deviceOf(ds []dra.Device, uuid string) (dra.Device, bool) {
+	for _, d := range ds {
+		if d.Card.UUID == uuid {
+			return d, true
+		}
+	}
+	return dra.Device{}, false
+}
+
+// dranodesBinding is draBinding on dranodes.Binding.
+type dranodesBinding struct{ b *dranodes.Binding }
+
+func (b dranodesBinding) write(ctx context.Context, pod *corev1.Pod) error {
+	return b.b.Write(ctx, pod)
+}
+func (b dranodesBinding) release(ctx context.Context) error { return b.b.Release(ctx) }
