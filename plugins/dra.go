@@ -40,6 +40,12 @@ type draView interface {
 	// err says why the node's DRA cards cannot take pods (their driver's
 	// DeviceClass is missing).
 	cards(node string, vi int, dst []devices.Usage) (cards []devices.Card, used []devices.Usage, err error)
+	// nodes are the nodes that publish DRA cards.
+	nodes() []string
+	// namespaceUse is what the namespace's claims (written, or pending in
+	// this scheduler) take of vendor vi's DRA cards, in MiB and cores,
+	// for HAMi's device quota.
+	namespaceUse(namespace string, vi int) (memoryMiB, cores int64)
 }
 
 // draBinding is one pod's claim between Reserve and PreBind.

@@ -5,8 +5,10 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
@@ -27,6 +29,11 @@ type dranodesRoute struct {
 	manager   framework.SharedDRAManager
 	client    kubernetes.Interface
 	vendors   []devices.Vendor
+
+	// pending are the claims reserved and not yet written, by claim
+	// object, for the namespaces' use.
+	pendingMu sync.Mutex
+	pending   map[*dra.Claim]struct{}
 }
 
 // newDRARoute watches ResourceSlices for DRA cards when the scheduler
@@ -45,7 +52,8 @@ func newDRARoute(logger klog.Logger, handle fwk.Handle, registry *devices.Regist
 	if err != nil {
 		return nil, nil, err
 	}
-	return &dranodesRoute{inventory: inv, manager: manager, client: handle.ClientSet(), vendors: registry.Vendors()}, reg.HasSynced, nil
+	route := &dranodesRoute{inventory: inv, manager: manager, client: handle.ClientSet(), vendors: registry.Vendors(), pending: map[*dra.Claim]struct{}{}}
+	return route, reg.HasSynced, nil
 }
 
 func (r *dranodesRoute) view() (draView, error) {
@@ -85,6 +93,8 @@ func (v *dranodesView) cards(node string, vi int, dst []devices.Usage) ([]device
 	return cards, append(dst[:0], dra.Usage(ds, v.consumed)...), nil
 }
 
+func (v *dranodesView) nodes() []string { return v.route.inventory.Nodes() }
+
 func (r *dranodesRoute) reserve(pod *corev1.Pod, node string, assignments []devices.Assignment) (draBinding, error) {
 	nd := r.inventory.Node(node)
 	if nd == nil {
@@ -114,7 +124,51 @@ func (r *dranodesRoute) reserve(pod *corev1.Pod, node string, assignments []devi
 	if err != nil {
 		return nil, err
 	}
-	return dranodesBinding{b}, nil
+	r.pendingMu.Lock()
+	r.pending[claim] = struct{}{}
+	r.pendingMu.Unlock()
+	return dranodesBinding{b: b, route: r, node: node}, nil
+}
+
+// settled drops a claim from the pending ones: written (its object now
+// counts) or given back.
+func (r *dranodesRoute) settled(claim *dra.Claim) {
+	r.pendingMu.Lock()
+	delete(r.pending, claim)
+	r.pendingMu.Unlock()
+}
+
+func (v *dranodesView) namespaceUse(namespace string, vi int) (memoryMiB, cores int64) {
+	vendor := v.route.vendors[vi].Name()
+	add := func(results []resourceapi.DeviceRequestAllocationResult) {
+		for _, r := range results {
+			driver, ok := dra.DriverNamed(r.Driver)
+			if !ok || driver.Vendor != vendor {
+				continue
+			}
+			m := r.ConsumedCapacity[driver.Memory]
+			memoryMiB += (m.Value() + dra.MiB - 1) / dra.MiB
+			if driver.Cores != "" {
+				c := r.ConsumedCapacity[driver.Cores]
+				cores += c.Value()
+			}
+		}
+	}
+	if claims, err := v.route.manager.ResourceClaims().List(); err == nil {
+		for _, c := range claims {
+			if c.Namespace == namespace && c.Status.Allocation != nil {
+				add(c.Status.Allocation.Devices.Results)
+			}
+		}
+	}
+	v.route.pendingMu.Lock()
+	defer v.route.pendingMu.Unlock()
+	for c := range v.route.pending {
+		if c.Object.Namespace == namespace {
+			add(c.Object.Status.Allocation.Devices.Results)
+		}
+	}
+	return memoryMiB, cores
 }
 
 func deviceOf(ds []dra.Device, uuid string) (dra.Device, bool) {
@@ -127,9 +181,28 @@ func deviceOf(ds []dra.Device, uuid string) (dra.Device, bool) {
 }
 
 // dranodesBinding is draBinding on dranodes.Binding.
-type dranodesBinding struct{ b *dranodes.Binding }
+type dranodesBinding struct {
+	b     *dranodes.Binding
+	route *dranodesRoute
+	node  string
+}
 
 func (b dranodesBinding) write(ctx context.Context, pod *corev1.Pod) error {
-	return b.b.Write(ctx, pod)
+	// A device may have vanished since Reserve (its driver restarted, the
+	// node moved back to the device plugin): no claim is written for it.
+	for _, r := range b.b.Claim().Object.Status.Allocation.Devices.Results {
+		if key := (dra.DeviceKey{Driver: r.Driver, Pool: r.Pool, Device: r.Device}); !b.route.inventory.Published(b.node, key) {
+			return fmt.Errorf("device %s/%s of node %s is no longer published", r.Driver, r.Device, b.node)
+		}
+	}
+	err := b.b.Write(ctx, pod)
+	if err == nil {
+		b.route.settled(b.b.Claim())
+	}
+	return err
 }
-func (b dranodesBinding) release(ctx context.Context) error { return b.b.Release(ctx) }
+
+func (b dranodesBinding) release(ctx context.Context) error {
+	defer b.route.settled(b.b.Claim())
+	return b.b.Release(ctx)
+}

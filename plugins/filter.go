@@ -110,7 +110,7 @@ func (p *Plugin) fitNodeChecking(s *cycleState, pod *corev1.Pod, nodeName string
 			p.rejected.add(pod)
 			return nil, fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: "+rej.Summary()), rej.Reason()
 		}
-		if key, why := p.exceedsQuota(pod, vi, v, a, req.Inits); why != "" {
+		if key, why := p.exceedsQuota(s, pod, vi, v, a, req.Inits); why != "" {
 			p.rejected.add(pod)
 			return nil, fwk.NewStatus(fwk.Unschedulable, "exceeding resource quota: "+string(key)), why
 		}

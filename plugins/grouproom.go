@@ -71,6 +71,12 @@ func (p *Plugin) GroupRoom(pods []*corev1.Pod, need int) *devices.GroupShortfall
 	admitted := p.admittedByAny(pods)
 	own := p.ownHolds(pods)
 	var scratch []devices.Usage
+	var dra draView
+	if p.dra != nil {
+		// A read error leaves DRA nodes out: the check stays necessary,
+		// only weaker.
+		dra, _ = p.dra.view()
+	}
 	for vi, v := range vendors {
 		if _, standard := v.(devices.StandardFitter); !standard || !asking[vi] {
 			continue
@@ -91,12 +97,29 @@ func (p *Plugin) GroupRoom(pods []*corev1.Pod, need int) *devices.GroupShortfall
 				}
 				fn(cards, used)
 			})
+			p.visitDRACards(dra, vi, admitted, fn)
 		}
 		if short := devices.GroupRoom(v.Name(), members[vi], need, visit); short != nil {
 			return short
 		}
 	}
 	return nil
+}
+
+// visitDRACards calls fn with vendor vi's cards and usage on every DRA
+// node the pods may go to, as Filter sees them there.
+func (p *Plugin) visitDRACards(view draView, vi int, admitted func(string) bool, fn func([]devices.Card, []devices.Usage)) {
+	if view == nil {
+		return
+	}
+	for _, node := range view.nodes() {
+		if !admitted(node) {
+			continue
+		}
+		if cards, used, err := p.draCards(view, node, vi, nil); err == nil && len(cards) > 0 {
+			fn(cards, used)
+		}
+	}
 }
 
 // ManagesResource reports whether name is a resource of a vendor the

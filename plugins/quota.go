@@ -126,9 +126,10 @@ func (p *Plugin) watchQuotas() (cache.ResourceEventHandlerRegistration, error) {
 
 // exceedsQuota reports which quota key (e.g. limits.nvidia.com/gpumem)
 // placing assignment a (vendor vi) would take the pod's namespace past, and
-// why, counting every pod the cache holds there, assumed ones included, so
-// a burst cannot overshoot. "" means it fits.
-func (p *Plugin) exceedsQuota(pod *corev1.Pod, vi int, v devices.Vendor, a devices.Assignment, inits int) (key corev1.ResourceName, why string) {
+// why, counting every pod the cache holds there, assumed ones included, and
+// what the namespace's claims take of DRA cards (the cycle's DRA view,
+// pending ones included), so a burst cannot overshoot. "" means it fits.
+func (p *Plugin) exceedsQuota(s *cycleState, pod *corev1.Pod, vi int, v devices.Vendor, a devices.Assignment, inits int) (key corev1.ResourceName, why string) {
 	r := v.Resources()
 	memLimit, memSet := p.quotas.limit(pod.Namespace, r.Memory)
 	coreLimit, coreSet := p.quotas.limit(pod.Namespace, r.Cores)
@@ -137,6 +138,11 @@ func (p *Plugin) exceedsQuota(pod *corev1.Pod, vi int, v devices.Vendor, a devic
 	}
 	need := devicecache.AssignmentUse(a, inits)
 	used := p.cache.NamespaceUse(pod.Namespace, vi)
+	if s != nil && s.dra != nil {
+		memory, cores := s.dra.namespaceUse(pod.Namespace, vi)
+		used.MemoryMiB += memory
+		used.Cores += cores
+	}
 	if memSet {
 		if scaler, ok := v.(devices.MemoryScaler); ok && scaler.MemoryFactor() > 1 {
 			memLimit *= int64(scaler.MemoryFactor())

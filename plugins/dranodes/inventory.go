@@ -136,3 +136,17 @@ func (inv *Inventory) Empty() bool {
 	defer inv.mu.RUnlock()
 	return len(inv.slices) == 0
 }
+
+// Published reports whether the node still publishes the device.
+func (inv *Inventory) Published(node string, key dra.DeviceKey) bool {
+	nd := inv.Node(node)
+	if nd == nil {
+		return false
+	}
+	for _, d := range nd.Devices {
+		if d.Key == key {
+			return true
+		}
+	}
+	return false
+}

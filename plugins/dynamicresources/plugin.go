@@ -44,8 +44,8 @@ type Plugin struct {
 	inner  *intree.DynamicResources
 	handle fwk.Handle
 
-	managedOnce sync.Once
-	managed     func(v1.ResourceName) bool
+	managedMu sync.Mutex
+	managed   func(v1.ResourceName) bool
 }
 
 var (
@@ -74,7 +74,13 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", Name, err)
 	}
-	return &Plugin{inner: inner.(*intree.DynamicResources), handle: handle}, nil
+	pl := &Plugin{inner: inner.(*intree.DynamicResources), handle: handle}
+	if handle.SharedDRAManager() != nil {
+		if err := pl.watchDeviceClasses(handle.SharedInformerFactory().Resource().V1().DeviceClasses().Informer()); err != nil {
+			return nil, fmt.Errorf("%s: watch DeviceClasses: %w", Name, err)
+		}
+	}
+	return pl, nil
 }
 
 // Name implements fwk.Plugin.
@@ -85,13 +91,13 @@ func (pl *Plugin) Name() string { return Name }
 // profile are built in no fixed order); a profile without it hides
 // nothing.
 func (pl *Plugin) managesResource(name v1.ResourceName) bool {
-	pl.managedOnce.Do(func() {
-		hami := plugins.ForProfile(pl.handle)
-		if hami == nil {
-			pl.managed = func(v1.ResourceName) bool { return false }
-			return
+	pl.managedMu.Lock()
+	managed := pl.managed
+	if managed == nil {
+		if hami := plugins.ForProfile(pl.handle); hami != nil {
+			pl.managed, managed = hami.ManagesResource, hami.ManagesResource
 		}
-		pl.managed = hami.ManagesResource
-	})
-	return pl.managed(name)
+	}
+	pl.managedMu.Unlock()
+	return managed != nil && managed(name)
 }

@@ -2,12 +2,18 @@ package dra
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
 
+	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/dra"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
@@ -23,6 +29,11 @@ import (
 // annotations (policies, selectors).
 func (c *cluster) hamiPod(name string, memory, cores int, annotations map[string]string) *corev1.Pod {
 	c.t.Helper()
+	return c.create(c.hamiPodSpec(name, memory, cores, annotations))
+}
+
+// hamiPodSpec is the pod hamiPod creates.
+func (c *cluster) hamiPodSpec(name string, memory, cores int, annotations map[string]string) *corev1.Pod {
 	var names []string
 	for _, n := range c.nodes {
 		names = append(names, n.Name)
@@ -31,7 +42,7 @@ func (c *cluster) hamiPod(name string, memory, cores int, annotations map[string
 	if cores > 0 {
 		limits[nvidia.DefaultCoresName] = quantities(string(nvidia.DefaultCoresName), cores)[nvidia.DefaultCoresName]
 	}
-	return c.create(&corev1.Pod{
+	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: name, Annotations: annotations},
 		Spec: corev1.PodSpec{
 			SchedulerName: profile.SchedulerName,
@@ -42,7 +53,7 @@ func (c *cluster) hamiPod(name string, memory, cores int, annotations map[string
 			}}},
 			Containers: []corev1.Container{{Name: "cuda", Image: "cuda:sim", Resources: corev1.ResourceRequirements{Limits: limits}}},
 		},
-	})
+	}
 }
 
 // isDRANode reports whether the cluster's node runs a DRA driver.
@@ -371,4 +382,74 @@ func TestNodeMigratesUnderArrivals(t *testing.T) {
 	if running != pods-alive {
 		t.Errorf("%d pods ran and ended, want %d", running, pods-alive)
 	}
+}
+
+// HAMi's device quota counts what the namespace's claims take of DRA
+// cards: pods created together that each fit but together exceed
+// limits.nvidia.com/gpumem run as far as the quota goes; the rest stay
+// Pending, refused with the quota's reason.
+func TestQuotaCountsClaims(t *testing.T) {
+	c := newCluster(t, "dra-quota", "1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB, dra", nil)
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Name: "gpu", Namespace: c.ns},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"limits.nvidia.com/gpumem": *resource.NewQuantity(10000, resource.DecimalSI)}},
+	}
+	if _, err := controlPlane.Client.CoreV1().ResourceQuotas(c.ns).Create(c.ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	const pods = 6
+	for i := range pods {
+		c.hamiPod(fmt.Sprintf("p%d", i), 3000, 10, nil)
+	}
+	c.eventually("3 pods running and 3 refused by quota", func() (bool, string) {
+		list, err := controlPlane.Client.CoreV1().Pods(c.ns).List(c.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		running, refused := 0, 0
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && strings.Contains(cond.Message, "exceeding resource quota") {
+					refused++
+				}
+			}
+		}
+		return running == 3 && refused == pods-3, fmt.Sprintf("%d running, %d refused by quota", running, refused)
+	})
+}
+
+// A gang of scheduler-plugins' PodGroup whose members fit only on a DRA
+// node's cards runs whole: Coscheduling's check that the cards could take
+// the group (the HAMi plugin's GroupRoom) sees DRA cards.
+func TestGangOnDRANode(t *testing.T) {
+	c := newCluster(t, "dra-gang", "1 node x 2 cards of NVIDIA A100-SXM4-40GB 40 GiB, dra", nil)
+	pg := &v1alpha1.PodGroup{
+		TypeMeta:   metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "PodGroup"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns, Name: "gang"},
+		Spec:       v1alpha1.PodGroupSpec{MinMember: 3},
+	}
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(obj, "status")
+	client, err := dynamic.NewForConfig(controlPlane.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Resource(v1alpha1.Resource).Namespace(c.ns).Create(c.ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		p := c.hamiPodSpec(fmt.Sprintf("m%d", i), 20000, 50, nil)
+		p.Labels = map[string]string{v1alpha1.PodGroupLabel: "gang"}
+		c.create(p)
+	}
+	for i := range 3 {
+		c.checkHAMiClaim(c.waitRunning(fmt.Sprintf("m%d", i)), 20000, 50)
+	}
+	c.checkNoOvercommit()
 }

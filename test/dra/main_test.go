@@ -62,6 +62,11 @@ func run(m *testing.M) int {
 			return 1
 		}
 		defer controllers.Stop()
+		// scheduler-plugins' PodGroups, for gangs on DRA nodes.
+		if err := localcluster.InstallPodGroupCRD(ctx, cp.Config); err != nil {
+			fmt.Fprintln(os.Stderr, "install PodGroup CRD:", err)
+			return 1
+		}
 		sched, err = localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "start scheduler:", err)

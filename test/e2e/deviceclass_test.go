@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/plugins/dynamicresources"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
@@ -121,4 +123,29 @@ func examplePods(t *testing.T, file string) (pods []*corev1.Pod, replicated bool
 		})
 	}
 	return pods, true
+}
+
+// A DeviceClass mapping a resource of a HAMi vendor the scheduler does not
+// enable (Hygon's, with NVIDIA alone on) gets a Warning event saying so:
+// kube-scheduler's DynamicResources, not HAMi, then allocates pods asking
+// it.
+func TestDeviceClassOfVendorNotEnabled(t *testing.T) {
+	e := newEnv(t, "deviceclass-vendor")
+	createDeviceClass(e, &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: e.ns + "-dcu"},
+		Spec:       resourceapi.DeviceClassSpec{ExtendedResourceName: ptr.To("hygon.com/dcunum")},
+	})
+	e.eventually("a Warning event on DeviceClass "+e.ns+"-dcu", func() (bool, string) {
+		list, err := controlPlane.Client.CoreV1().Events("").List(e.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + e.ns + "-dcu"})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, ev := range list.Items {
+			if ev.Reason == dynamicresources.ReasonVendorNotEnabled && ev.Type == corev1.EventTypeWarning &&
+				strings.Contains(ev.Message, "hygon.com/dcunum") && strings.Contains(ev.Message, "does not enable") {
+				return true, ev.Message
+			}
+		}
+		return false, fmt.Sprintf("%d events", len(list.Items))
+	})
 }
