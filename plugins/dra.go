@@ -12,6 +12,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 )
 
 // draRoute places pods on DRA nodes: nodes whose cards a DRA driver
@@ -46,6 +47,10 @@ type draView interface {
 	// this scheduler) take of vendor vi's DRA cards, in MiB and cores,
 	// for HAMi's device quota.
 	namespaceUse(namespace string, vi int) (memoryMiB, cores int64)
+	// holding is what the pod's claims reserved for it alone take of the
+	// DRA cards of the node, as a device cache holding (by card UUID),
+	// for preemption to free; ok is false when it holds none.
+	holding(pod *corev1.Pod, node string) (held devicecache.Holding, ok bool)
 }
 
 // draBinding is one pod's claim between Reserve and PreBind.
