@@ -92,7 +92,10 @@ func TestPreFilter(t *testing.T) {
 	}
 }
 
-func TestPreFilterBackoff(t *testing.T) {
+// rejectedGroup is a group of two members, with podGroupBackoffSeconds 30,
+// that PostFilter has just rejected (the harness clock at 10:00:00).
+func rejectedGroup(t *testing.T) (*harness, []*corev1.Pod) {
+	t.Helper()
 	args := defaultArgs()
 	args.PodGroupBackoffSeconds = 30
 	pods := []*corev1.Pod{memberPod("g-0", "g", 1000), memberPod("g-1", "g", 1000)}
@@ -100,6 +103,11 @@ func TestPreFilterBackoff(t *testing.T) {
 	if _, st := h.plugin.PostFilter(h.ctx, cycle(), pods[0], framework.NewDefaultNodeToStatus()); st.Code() != fwk.Unschedulable {
 		t.Fatalf("PostFilter = %v", st)
 	}
+	return h, pods
+}
+
+func TestPreFilterBackoff(t *testing.T) {
+	h, pods := rejectedGroup(t)
 	_, st := h.plugin.PreFilter(h.ctx, cycle(), pods[1], nil)
 	if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "backs off until 10:00:30") {
 		t.Fatalf("PreFilter during the backoff = %v", st)
@@ -107,6 +115,25 @@ func TestPreFilterBackoff(t *testing.T) {
 	h.clock.SetTime(h.clock.Now().Add(31 * time.Second))
 	if _, st := h.plugin.PreFilter(h.ctx, cycle(), pods[1], nil); !st.IsSuccess() {
 		t.Fatalf("PreFilter after the backoff = %v", st)
+	}
+}
+
+// A member turned away while its group backs off goes through PostFilter
+// too (kube-scheduler runs it after any PreFilter rejection); that does
+// not extend the backoff, as scheduler-plugins' adds one only when none
+// is there.
+func TestPostFilterDuringBackoff(t *testing.T) {
+	h, pods := rejectedGroup(t)
+	for range 3 {
+		h.clock.SetTime(h.clock.Now().Add(9 * time.Second))
+		if _, st := h.plugin.PreFilter(h.ctx, cycle(), pods[1], nil); st.Code() != fwk.UnschedulableAndUnresolvable {
+			t.Fatalf("PreFilter during the backoff = %v", st)
+		}
+		h.plugin.PostFilter(h.ctx, cycle(), pods[1], framework.NewDefaultNodeToStatus())
+	}
+	h.clock.SetTime(h.clock.Now().Add(4 * time.Second))
+	if _, st := h.plugin.PreFilter(h.ctx, cycle(), pods[1], nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter 31 s after the rejection, members turned away meanwhile = %v, want the backoff over", st)
 	}
 }
 
