@@ -58,6 +58,15 @@ func (r *resumedHandOvers) forget(uid types.UID) {
 	}
 }
 
+// isResumed reports whether the pod's cards are held as a resumed
+// hand-over.
+func (r *resumedHandOvers) isResumed(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.timers[uid]
+	return ok
+}
+
 // resumable reports whether the pod is a gang member in a hand-over this
 // process did not begin, and until when it would be kept.
 func (r *resumedHandOvers) resumable(pod *corev1.Pod, expiry time.Duration, now time.Time) (node string, until time.Time, ok bool) {
