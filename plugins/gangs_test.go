@@ -3,7 +3,6 @@ package plugins
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
@@ -98,10 +97,7 @@ func TestPodGroupCycleReadsVictimsFromTheSnapshot(t *testing.T) {
 	resumed := func(priority int32) *corev1.Pod {
 		p := holder(priority, low)
 		p.Spec.NodeName = ""
-		p.Annotations[nvidia.ToAllocateAnnotation] = p.Annotations[nvidia.AllocatedAnnotation]
-		p.Annotations[devices.BindPhase] = devices.BindPhaseAllocating
-		p.Annotations[devices.BindTime] = strconv.FormatInt(time.Now().Unix(), 10)
-		return p
+		return handedOverTo(p, "n1", "only", 0)
 	}
 	tests := []struct {
 		name          string
@@ -233,12 +229,7 @@ func TestResumedHandOver(t *testing.T) {
 		if gang != "" {
 			p.Labels = map[string]string{podGroupLabel: gang}
 		}
-		p.Annotations[nvidia.AllocatedAnnotation] = "only,NVIDIA,8000,0:;"
-		p.Annotations[nvidia.ToAllocateAnnotation] = "only,NVIDIA,8000,0:;"
-		p.Annotations[devices.AssignedNode] = "n1"
-		p.Annotations[devices.BindPhase] = devices.BindPhaseAllocating
-		p.Annotations[devices.BindTime] = strconv.FormatInt(time.Now().Add(-age).Unix(), 10)
-		return p
+		return handedOverTo(p, "n1", "only", age)
 	}
 	tests := []struct {
 		name     string

@@ -57,6 +57,8 @@ type Plugin struct {
 	// lockHolders indexes the node locks by their holder, to release
 	// those a killed scheduler process left (stalelocks.go).
 	lockHolders lockHolders
+	// gangs binds the members of a gang as one round (gangbind.go).
+	gangs gangBindings
 }
 
 var (
