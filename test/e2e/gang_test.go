@@ -78,17 +78,7 @@ func TestGangAllOrNothing(t *testing.T) {
 func TestGangTimeout(t *testing.T) {
 	e := newEnv(t, "gang-timeout")
 	nodes := e.addNodes("1 node x 4 cards of NVIDIA A100 40 GiB, split 10", nil)
-	e.createPodGroup("g", 10, 3)
-	small := gpu{cards: 1, memory: 1000}
-	var names []string
-	for i := range 10 {
-		p := member(e.pod(fmt.Sprintf("g-%d", i), small), "g")
-		if i == 9 {
-			p.Spec.NodeSelector["late"] = "yes"
-		}
-		e.create(p)
-		names = append(names, p.Name)
-	}
+	names := e.gangWaitingForALateMember("g", 3)
 	e.eventually("a GangTimeout event", func() (bool, string) {
 		events := e.podGroupEvents("g")
 		for _, ev := range events {
