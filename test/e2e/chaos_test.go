@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -221,7 +222,7 @@ func checkNoPartialGang(t *testing.T, e *env, gangs map[string][]string, deleted
 			held[h.Name] = true
 		}
 	}
-	partial := 0
+	var partial []string
 	for gang, members := range gangs {
 		bound, gone := 0, 0
 		var pending []string
@@ -239,7 +240,7 @@ func checkNoPartialGang(t *testing.T, e *env, gangs map[string][]string, deleted
 		if bound == 0 || len(pending) == 0 {
 			continue
 		}
-		partial++
+		partial = append(partial, fmt.Sprintf("%s (%d of %d bound, %d removed, pending %v)", gang, bound, len(members), gone, pending))
 		for _, m := range pending {
 			p := byName[m]
 			if held[m] || p.Annotations[devices.BindPhase] == devices.BindPhaseAllocating {
@@ -247,8 +248,9 @@ func checkNoPartialGang(t *testing.T, e *env, gangs map[string][]string, deleted
 			}
 		}
 	}
-	if partial > 0 {
-		t.Logf("%d gangs left partly bound by faults, their members not bound holding nothing", partial)
+	if len(partial) > 0 {
+		sort.Strings(partial)
+		t.Logf("gangs left partly bound by faults, their members not bound holding nothing: %s", strings.Join(partial, "; "))
 	}
 }
 
