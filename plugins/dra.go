@@ -74,6 +74,9 @@ func (p *Plugin) reserveClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	s.draBinding = binding
 	s.mu.Unlock()
 	p.waiting.reserve(pod.UID, true)
+	if gang := gangOf(pod); gang != "" {
+		p.gangs.reserve(gang, pod, node, true)
+	}
 	klog.FromContext(ctx).V(4).Info("DRA devices reserved", "pod", klog.KObj(pod), "node", node)
 	p.filteringSucceeded(pod, s, node)
 	return nil
@@ -93,14 +96,10 @@ func (p *Plugin) writeClaim(ctx context.Context, s *cycleState, pod *corev1.Pod,
 		return fwk.AsStatus(err)
 	}
 	if err := p.clearHandOver(ctx, pod); err != nil {
-		preBindFailed(patchFailure(err))
-		p.bindingFailed(pod, err)
-		return fwk.AsStatus(err)
+		return p.preBindFailure(s, pod, patchFailure(err), err)
 	}
 	if err := binding.write(ctx, pod); err != nil {
-		preBindFailed("claim")
-		p.bindingFailed(pod, err)
-		return fwk.AsStatus(err)
+		return p.preBindFailure(s, pod, "claim", err)
 	}
 	klog.FromContext(ctx).V(3).Info("ResourceClaim written for the pod", "pod", klog.KObj(pod), "node", node)
 	return nil
