@@ -25,7 +25,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
-	p.waiting.reserve(pod.UID, true)
+	p.waiting.reserve(pod.UID, true, time.Now())
 	if sharedLockAsks(p.registry.Vendors(), s.requests) {
 		p.queues.add(pod.UID, nodeName, time.Now())
 	}
@@ -56,7 +56,7 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 	}
 	released := p.cache.Forget(pod)
 	p.queues.remove(pod.UID)
-	p.waiting.reserve(pod.UID, false)
+	p.waiting.reserve(pod.UID, false, time.Now())
 	p.releaseVendorLocks(ctx, state, pod)
 	logger := klog.FromContext(ctx)
 	logger.V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
