@@ -28,7 +28,8 @@ func (b queueBounds) bounded() bool { return b.wait > 0 || b.count > 0 }
 //
 //   - nodeQueueWait 0: nodeQueueLimit pods (0: no limit), at every time;
 //   - otherwise the larger of the pods the node's device plugin serves
-//     within nodeQueueWait (wait / the node's hand-over time per pod) and
+//     within nodeQueueWait (wait / the node's hand-over time per pod, and
+//     the one it serves, inService) and
 //     the burst, the burst bounded by burstQueueWait (in time, as wait)
 //     and by nodeQueueLimit (in pods) when they are set.
 //
@@ -54,8 +55,18 @@ func queueLimit(b queueBounds, perPod time.Duration, burst float64) float64 {
 	if b.count > 0 {
 		burst = min(burst, float64(b.count))
 	}
-	return max(b.wait.Seconds()/perPod.Seconds(), burst)
+	return max(b.wait.Seconds()/perPod.Seconds()+inService, burst)
 }
+
+// inService is the share of a node's queue that the pod its device plugin
+// serves adds to the wait of a pod sent to the node: on average half its
+// hand-over is left. A node serving one pod then takes the next one while
+// its hand-over time is below twice nodeQueueWait (4 s with the shipped
+// 2 s), not only below nodeQueueWait: a node whose measured time per pod
+// drifts past 2 s (a loaded API server) still has a pod waiting when it
+// is done with the one it serves, and a steady stream keeps the nodes its
+// rate needs busy instead of spreading onto more.
+const inService = 0.5
 
 // burstMemory remembers, per scheduler, the latest burst: how many pods
 // waited for the scheduler at once beyond what its arrival rate brings

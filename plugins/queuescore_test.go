@@ -70,9 +70,10 @@ func TestNodeQueueLimit(t *testing.T) {
 		{name: "limit 1, busy node's queue full", limit: ptr.To[int32](1), wait: noWait, wantBusyFirst: false},
 		{name: "limit 1, resident served", limit: ptr.To[int32](1), wait: noWait, served: true, wantBusyFirst: true},
 		{name: "limit 2, one queued", limit: ptr.To[int32](2), wait: noWait, wantBusyFirst: true},
-		{name: "wait 1s, one queued: 1.6 s of work queued", wait: &metav1.Duration{Duration: time.Second}, wantBusyFirst: false},
+		{name: "wait 0.5s, one queued: 0.8 s of its work left", wait: &metav1.Duration{Duration: 500 * time.Millisecond}, wantBusyFirst: false},
+		{name: "wait 1s, one queued: 0.8 s of its work left", wait: &metav1.Duration{Duration: time.Second}, wantBusyFirst: true},
 		{name: "wait 2s, one queued", wait: &metav1.Duration{Duration: 2 * time.Second}, wantBusyFirst: true},
-		{name: "wait 1s, resident served", wait: &metav1.Duration{Duration: time.Second}, served: true, wantBusyFirst: true},
+		{name: "wait 0.5s, resident served", wait: &metav1.Duration{Duration: 500 * time.Millisecond}, served: true, wantBusyFirst: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,8 +107,9 @@ func busyFirst(t *testing.T, h *harness, pod *corev1.Pod) bool {
 	return scores[0].Score > scores[1].Score
 }
 
-// TestNodeQueueWaitBurst: with nodeQueueWait 1s, one pod queued on the busy
-// node (1.6 s of work) sends the next pod to the idle node, unless pods
+// TestNodeQueueWaitBurst: with nodeQueueWait 0.5s, one pod queued on the
+// busy node (0.8 s of its work left on average) sends the next pod to the
+// idle node, unless pods
 // wait for the scheduler behind it (a backlog): then the busy node's queue
 // may grow up to nodeQueueLimit pods, as many as wait. Pods of another
 // scheduler, bound ones and ones found unschedulable do not count.
@@ -128,7 +130,7 @@ func TestNodeQueueWaitBurst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, &configv1.HAMiArgs{NodeQueueLimit: tt.limit, NodeQueueWait: &metav1.Duration{Duration: time.Second}},
+			h := newHarness(t, &configv1.HAMiArgs{NodeQueueLimit: tt.limit, NodeQueueWait: &metav1.Duration{Duration: 500 * time.Millisecond}},
 				eightCardNode("busy"), eightCardNode("idle"))
 			h.schedule(gpuPod("resident", gpu(4, 30000, 50)), "busy")
 			for _, p := range tt.waiting {
@@ -164,16 +166,17 @@ func TestQueueLimit(t *testing.T) {
 		{name: "count alone", bounds: queueBounds{count: 20}, perPod: time.Second, burst: 100, want: 20},
 		{name: "no limit", want: 0},
 		{name: "count alone ignores the burst bound", bounds: queueBounds{count: 20, burstWait: 2 * time.Second}, burst: 100, want: 20},
-		{name: "wait over the default time per pod", bounds: queueBounds{wait: 6 * time.Second}, want: 3.75},
-		{name: "wait over a measured time per pod", bounds: queueBounds{wait: 6 * time.Second}, perPod: 500 * time.Millisecond, want: 12},
-		{name: "a few waiting: the wait rules", bounds: queueBounds{wait: 6 * time.Second}, perPod: 2 * time.Second, burst: 2, want: 3},
+		{name: "wait over the default time per pod, and the pod served", bounds: queueBounds{wait: 6 * time.Second}, want: 4.25},
+		{name: "wait over a measured time per pod", bounds: queueBounds{wait: 6 * time.Second}, perPod: 500 * time.Millisecond, want: 12.5},
+		{name: "a slow node serving one pod still takes the next", bounds: queueBounds{wait: 2 * time.Second}, perPod: 3200 * time.Millisecond, want: 1.125},
+		{name: "a few waiting: the wait rules", bounds: queueBounds{wait: 6 * time.Second}, perPod: 2 * time.Second, burst: 2, want: 3.5},
 		{name: "a burst: its size, whatever it is", bounds: queueBounds{wait: 6 * time.Second}, perPod: 2 * time.Second, burst: 500, want: 500},
 		{name: "a burst capped by the count", bounds: queueBounds{wait: 6 * time.Second, count: 20}, perPod: 2 * time.Second, burst: 500, want: 20},
 		{name: "a burst below the count", bounds: queueBounds{wait: 6 * time.Second, count: 20}, perPod: 2 * time.Second, burst: 12, want: 12},
 		{name: "a burst bounded in time", bounds: queueBounds{wait: 2 * time.Second, burstWait: 10 * time.Second}, perPod: 2 * time.Second, burst: 500, want: 5},
 		{name: "burst bound over the default time per pod", bounds: queueBounds{wait: 2 * time.Second, burstWait: 8 * time.Second}, burst: 500, want: 5},
 		{name: "a burst smaller than its time bound", bounds: queueBounds{wait: 2 * time.Second, burstWait: 10 * time.Second}, perPod: 2 * time.Second, burst: 3, want: 3},
-		{name: "burst bound below the wait: the wait", bounds: queueBounds{wait: 6 * time.Second, burstWait: 2 * time.Second}, perPod: 2 * time.Second, burst: 500, want: 3},
+		{name: "burst bound below the wait: the wait", bounds: queueBounds{wait: 6 * time.Second, burstWait: 2 * time.Second}, perPod: 2 * time.Second, burst: 500, want: 3.5},
 		{name: "time and count bounds: the smaller", bounds: queueBounds{wait: 2 * time.Second, burstWait: 20 * time.Second, count: 4}, perPod: 2 * time.Second, burst: 500, want: 4},
 	}
 	for _, tt := range tests {
@@ -305,15 +308,16 @@ func TestWaitingBehindLeavesThePodOut(t *testing.T) {
 
 // TestNodeQueueWaitStream: pods placed one after the other while no other
 // pod waits and no device plugin serves: with nodeQueueWait 6s (3.75 pods
-// of 1.6 s), binpack queues 4 on the fullest node, then moves on to the
-// next one; a backlog waiting behind them packs them onto one node.
+// of 1.6 s, and the one served), binpack queues 5 on the fullest node, then
+// moves on to the next one; a backlog waiting behind them packs them onto
+// one node.
 func TestNodeQueueWaitStream(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		waiting int
 		want    []int
 	}{
-		{name: "steady stream", want: []int{4, 4, 4}},
+		{name: "steady stream", want: []int{2, 5, 5}},
 		{name: "backlog", waiting: 100, want: []int{12}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -49,7 +49,8 @@ type HAMiArgs struct {
 	// one after the other: once the pods of this scheduler in hand-over to
 	// a node make an expected wait of at least this (the pods queued times
 	// the node's measured hand-over time per pod, DefaultHandOverTime
-	// until measured), Score prefers nodes with a shorter wait, as
+	// until measured, the one being served counting half), Score prefers
+	// nodes with a shorter wait, as
 	// NodeQueueLimit does by count. A burst (pods waiting for the
 	// scheduler together) may queue past it on the nodes it packs, up to
 	// its own size (see BurstQueueWait). Default DefaultNodeQueueWait; 0:
