@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -73,7 +74,7 @@ func (p *Plugin) reserveClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	s.mu.Lock()
 	s.draBinding = binding
 	s.mu.Unlock()
-	p.waiting.reserve(pod.UID, true)
+	p.waiting.reserve(pod.UID, true, time.Now())
 	if gang := gangOf(pod); gang != "" {
 		p.gangs.reserve(gang, pod, node, true)
 	}
@@ -115,7 +116,7 @@ func (p *Plugin) releaseClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	if binding == nil {
 		return false
 	}
-	p.waiting.reserve(pod.UID, false)
+	p.waiting.reserve(pod.UID, false, time.Now())
 	if err := binding.release(ctx); err != nil {
 		klog.FromContext(ctx).Error(err, "ResourceClaim not given back", "pod", klog.KObj(pod))
 	}

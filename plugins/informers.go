@@ -107,7 +107,7 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 	now := time.Now()
 	p.handOvers.observe(pod, now)
 	p.queues.observe(pod, now)
-	p.waiting.set(pod)
+	p.waiting.set(pod, now)
 	if err := p.cache.SetPod(pod); err != nil {
 		undecodableAnnotations.WithLabelValues("pod").Inc()
 		logger.Error(err, "Pod's device assignment cannot be read; its node's cards are held until it is gone", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)

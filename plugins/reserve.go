@@ -29,7 +29,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
-	p.waiting.reserve(pod.UID, true)
+	p.waiting.reserve(pod.UID, true, time.Now())
 	if gang := gangOf(pod); gang != "" {
 		p.gangs.reserve(gang, pod, nodeName, false)
 	}
@@ -73,7 +73,7 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 	}
 	released := p.cache.Forget(pod)
 	p.queues.remove(pod.UID)
-	p.waiting.reserve(pod.UID, false)
+	p.waiting.reserve(pod.UID, false, time.Now())
 	p.releaseVendorLocks(ctx, state, pod)
 	logger.V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 	if released && !fwk.IsPodGroupCycle(state) {
