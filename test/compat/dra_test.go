@@ -18,9 +18,11 @@ import (
 )
 
 // draServed reports whether the API server serves resource.k8s.io/v1
-// (1.34 and later); DRA nodes exist only there.
+// (1.34 and later); DRA nodes exist only there. Like every test of the
+// running suite, it skips without a cluster (needsCluster).
 func draServed(t *testing.T) bool {
 	t.Helper()
+	needsCluster(t)
 	if serverVersion.Minor() < 34 {
 		t.Skipf("Kubernetes %s serves no resource.k8s.io/v1", serverVersion)
 		return false
