@@ -31,7 +31,7 @@ BENCH_RESULTS ?= _output/bench/figures.json
 COMPAT_VERSIONS ?= v1.28.15 v1.29.6 v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2
 COMPAT_SMOKE    ?= v1.34.4 v1.31.14 v1.28.15
 
-.PHONY: all build test test-unit test-race bench bench-e2e bench-scale bench-rates bench-kueue bench-bursts bench-packing plots run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests bench-upstream test-upstream
+.PHONY: all build test test-unit test-race bench bench-e2e bench-scale bench-rates bench-kueue bench-bursts bench-packing bench-dra plots run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests bench-upstream test-upstream
 
 all: build
 
@@ -147,6 +147,20 @@ bench-packing:
 	$(MAKE) bench-bursts || status=1; \
 	$(MAKE) bench-rates BENCH_RESULTS=_output/bench/rates.json BENCH_ARGS="-check-rules $(BENCH_ARGS)" || status=1; \
 	exit $$status
+
+# GPU nodes of both kinds (docs/benchmarks.md): one run on 200 nodes x 8
+# cards, a backlog of 1,000 pods per phase, each setting DRA_RUNS times:
+# (a) binpack on device-plugin nodes alone against half the nodes DRA
+# nodes (binpack/dra50); (b) all of them DRA nodes, this scheduler's route
+# (binpack/dra100) against HAMi-DRA's (binpack/dra100/hami-dra: its
+# webhook's claims, kube-scheduler's DynamicResources). DRA_NODES and
+# DRA_PODS run another size, e.g. DRA_NODES=20x4 DRA_PODS=100.
+DRA_NODES ?= 200x8
+DRA_PODS  ?= 1000
+DRA_RUNS  ?= 3
+bench-dra:
+	$(MAKE) bench-e2e BENCH_NODES=$(DRA_NODES) BENCH_PODS=$(DRA_PODS) BENCH_RESULTS=_output/bench/dra.json \
+		BENCH_ARGS="-policies=binpack,binpack/dra50,binpack/dra100,binpack/dra100/hami-dra -arrivals=backlog -runs=$(DRA_RUNS) $(BENCH_ARGS)"
 
 # docs/plots/*.svg from the figures in docs/plots/data (a run's
 # $(BENCH_RESULTS), copied there with its title and source, or a

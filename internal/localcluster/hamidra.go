@@ -19,7 +19,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/hamidra"
@@ -65,6 +67,9 @@ type HAMiDRAWebhook struct {
 // and a 10 s timeout as the chart has them. Its client is limited as the
 // chart's webhook (40 QPS, burst 60).
 func StartHAMiDRAWebhook(ctx context.Context, cfg *rest.Config, opts HAMiDRAWebhookOptions) (*HAMiDRAWebhook, error) {
+	// controller-runtime logs through klog, as StartWebhook has it;
+	// unset, its admission handler prints a stack trace to stderr.
+	ctrllog.SetLogger(klog.NewKlogr())
 	if opts.Config == (hamidra.Config{}) {
 		opts.Config = hamidra.ChartConfig()
 	}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/benchfigures"
-	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
 // Figures is the runs' figures in the form make plots draws
@@ -41,7 +40,7 @@ func phaseFigures(nodes int, p Phase) benchfigures.Phase {
 		CardsUsed:     p.Packing.Cards,
 		NodesUsed:     p.Packing.Nodes,
 	}
-	if p.Profile == profile.SchedulerName {
+	if !p.IsBaseline() {
 		out.Setting = p.Setting.String()
 	}
 	if p.Arrival == Steady {

@@ -198,6 +198,10 @@ type Phase struct {
 	// benchmark's own process: the API server, etcd, the simulated nodes
 	// and the benchmark's watch, which share the machine with it.
 	SchedulerCPU, ClusterCPU time.Duration
+	// DRAPods are the pods that ran on DRA nodes; DRAReserved those of
+	// them whose every claim was allocated on their node and reserved
+	// for them (checkClaims).
+	DRAPods, DRAReserved int
 }
 
 // PerNode is the sum of the plugins' mean times per node.
@@ -215,7 +219,7 @@ func (p Phase) AlgorithmPerPod() time.Duration { return p.Algorithm.mean() }
 
 // Name names the phase in tables.
 func (p Phase) Name() string {
-	if p.Profile != profile.SchedulerName {
+	if p.IsBaseline() {
 		return "baseline " + string(p.Arrival)
 	}
 	name := fmt.Sprintf("hami %s %s", p.Arrival, p.Setting)
@@ -227,6 +231,10 @@ func (p Phase) Name() string {
 	}
 	return name
 }
+
+// IsBaseline reports whether the phase is the baseline: whole-card pods
+// placed by kube-scheduler's default profile, no HAMi setting.
+func (p Phase) IsBaseline() bool { return p.Setting.Policy == "" }
 
 // PodsPerSecond is the phase's throughput to Running.
 func (p Phase) PodsPerSecond() float64 {
@@ -255,6 +263,9 @@ type Packing struct {
 	// FreeNodes are the cluster's nodes holding no pod of the phase:
 	// whole nodes left for what comes next.
 	FreeNodes int
+	// DRACards are the cards among Cards that DRA nodes publish, counted
+	// from the claims' allocations (draCards).
+	DRACards int
 }
 
 // Result is a whole run.
@@ -323,9 +334,18 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 
 	calls := &nodeCalls{devicePlugin: newAPICounter(), kubelet: newAPICounter()}
 	nodeSide := opts.NodeSide
-	nodeSide.DevicePluginWrap, nodeSide.KubeletWrap = calls.devicePlugin.Wrap, calls.kubelet.Wrap
+	// A DRA driver's calls count with the device plugins': the node side
+	// of a card's allocation, whichever kind the node is.
+	nodeSide.DevicePluginWrap, nodeSide.KubeletWrap, nodeSide.DRADriverWrap = calls.devicePlugin.Wrap, calls.kubelet.Wrap, calls.devicePlugin.Wrap
 	if nodeSide.Workers == 0 {
 		nodeSide.Workers = 32
+	}
+	dra := draRoutes(opts.Settings)
+	if dra.nodes && nodeSide.DRAWipingDelay == 0 {
+		// Nodes switch kinds between phases only, with no pod on them:
+		// the kubelet's wait before it wipes a gone driver's slices
+		// would only stretch the gap.
+		nodeSide.DRAWipingDelay = -1
 	}
 	agent, err := simnode.NewAgent(cp.Config, nodeSide)
 	if err != nil {
@@ -348,9 +368,26 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	if err := simnode.Create(ctx, cp.Client, nodes); err != nil {
 		return nil, err
 	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	if dra.nodes {
+		stop, err := dra.start(ctx, cp, specs)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
 
 	run := func(ph Phase, args *hamiv1.HAMiArgs, containers func() []corev1.Container) error {
-		ph, problems, err := runPhase(ctx, cp, agent, calls, args, opts, ph, containers, progress)
+		if dra.nodes {
+			fmt.Fprintf(progress, "%s: %d%% of the nodes DRA nodes\n", ph.Name(), ph.Setting.DRAPercent)
+			if err := setNodeKinds(ctx, cp.Client, names, ph.Setting.DRAPercent); err != nil {
+				return err
+			}
+		}
+		ph, problems, err := runPhase(ctx, cp, agent, calls, dra, args, opts, ph, containers, progress)
 		if err != nil {
 			return err
 		}
@@ -378,7 +415,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 			var request gpuRequest
 			if err := run(ph, args, func() []corev1.Container {
 				if setting.Sets <= 1 || drawn%setting.Sets == 0 {
-					request = mixedRequest(rng)
+					request = mixedRequest(rng, dra.percentAsMiB(specs))
 				}
 				drawn++
 				return []corev1.Container{container(request)}
@@ -389,6 +426,9 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	if s := agent.Stats(); s.Mismatched > 0 {
 		r.Overcommitted = append(r.Overcommitted, fmt.Sprintf("device plugin found the wrong pod %d times", s.Mismatched))
+	}
+	if s := agent.Stats(); s.DRAViolations > 0 {
+		r.Overcommitted = append(r.Overcommitted, fmt.Sprintf("DRA drivers were handed %d claims no driver should serve (simnode.ViolationError)", s.DRAViolations))
 	}
 	return r, nil
 }
@@ -404,6 +444,12 @@ func hamiPhases(opts Options, setting Setting) []Phase {
 	var phases []Phase
 	for _, arrival := range opts.Arrivals {
 		ph := Phase{Profile: profile.SchedulerName, Setting: setting, Arrival: arrival, Pods: opts.Pods}
+		if setting.HAMiDRA {
+			// HAMi-DRA has no scheduler of its own: kube-scheduler's
+			// default profile, here in the same process, allocates its
+			// webhook's claims.
+			ph.Profile = profile.DefaultSchedulerName
+		}
 		if arrival != Steady {
 			phases = append(phases, ph)
 			continue
@@ -491,11 +537,20 @@ func (t *podTimes) observe(obj any) {
 // scheduler starts for a backlog, at the phase's rate after it for steady
 // arrivals), measures until every pod is Running or failed, then deletes
 // them. problems are accounting problems found before the deletion.
-func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode.Agent, calls *nodeCalls, args *hamiv1.HAMiArgs, opts Options,
+func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode.Agent, calls *nodeCalls, dra *draSetup, args *hamiv1.HAMiArgs, opts Options,
 	ph Phase, containers func() []corev1.Container, progress io.Writer) (_ Phase, problems []string, _ error) {
 	namespace := strings.NewReplacer(" ", "-", "/", "-").Replace(ph.Name())
-	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}, metav1.CreateOptions{}); err != nil {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if ph.Setting.HAMiDRA {
+		ns.Labels = hamiDRANamespaceLabel
+	}
+	if _, err := cp.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 		return ph, nil, err
+	}
+	if ph.Setting.HAMiDRA {
+		if err := dra.webhook.WaitAdmitting(ctx, namespace, time.Minute); err != nil {
+			return ph, nil, err
+		}
 	}
 	// Draw the requests up front, in pod order.
 	specs := make([]corev1.PodSpec, ph.Pods)
@@ -669,10 +724,16 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	}
 	report := allocation.Read(nvidiaOnly, allNodes.Items, pods.Items)
 	problems = append(allocation.Overcommitments(report.Cards), report.PodProblems...)
-	if ph.Profile == profile.SchedulerName {
-		ph.Packing = fractionalPacking(report)
-	} else {
+	if ph.IsBaseline() {
 		ph.Packing = wholeCardPacking(allNodes.Items, pods.Items)
+	} else {
+		drs, draProblems, err := phaseDRA(ctx, cp.Client, namespace, allNodes.Items, pods.Items, &ph)
+		if err != nil {
+			return ph, nil, err
+		}
+		problems = append(problems, draProblems...)
+		ph.Packing = fractionalPacking(append(report.Cards, drs...), specs)
+		ph.Packing.DRACards = usedCards(drs)
 	}
 	var busiest string
 	busiest, ph.Packing.BusiestNode = busiestNode(pods.Items)
@@ -777,13 +838,16 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	return s[max(0, min(i, len(s)-1))]
 }
 
-// fractionalPacking reads HAMi's placement from the pods' annotations.
-func fractionalPacking(report allocation.Report) Packing {
+// fractionalPacking reads HAMi's placement from the cards' use: the
+// device-plugin cards' from the pods' annotations, the DRA cards' from
+// the claims' allocations (draCards). A DRA card has no split count: its
+// sharers are not held against the device-plugin cards' split.
+func fractionalPacking(cards []allocation.CardUse, specs []corev1.PodSpec) Packing {
 	var p Packing
 	var memory, cores, sharers int64
 	var capMemory, capCores, capSplit int64
 	nodes, perNode := map[string]bool{}, map[string]int{}
-	for _, c := range report.Cards {
+	for _, c := range cards {
 		perNode[c.Node]++
 		capMemory, capCores, capSplit = max(capMemory, int64(c.MemoryMiB)), max(capCores, int64(c.Cores)), max(capSplit, int64(c.Split))
 		if c.Used.Sharers == 0 {
@@ -791,18 +855,13 @@ func fractionalPacking(report allocation.Report) Packing {
 		}
 		p.Cards++
 		nodes[c.Node] = true
-		memory, cores, sharers = memory+int64(c.Used.MemoryMiB), cores+int64(c.Used.Cores), sharers+int64(c.Used.Sharers)
-	}
-	p.Nodes = len(nodes)
-	widest := 0
-	for _, grants := range report.Grants {
-		perContainer := map[string]int{}
-		for _, g := range grants {
-			perContainer[g.Container]++
-			widest = max(widest, perContainer[g.Container])
+		memory, cores = memory+c.Used.MemoryMiB, cores+c.Used.Cores
+		if c.Split > 0 {
+			sharers += int64(c.Used.Sharers)
 		}
 	}
-	p.MinCards = widest
+	p.Nodes = len(nodes)
+	p.MinCards = widestRequest(specs)
 	for _, b := range [][2]int64{{memory, capMemory}, {cores, capCores}, {sharers, capSplit}} {
 		if b[1] > 0 {
 			p.MinCards = max(p.MinCards, int((b[0]+b[1]-1)/b[1]))
@@ -847,17 +906,41 @@ func wholeCardPacking(nodes []corev1.Node, pods []corev1.Pod) Packing {
 	return p
 }
 
-// deletePods removes a phase's pods at once and waits until they are gone.
+// deletePods removes a phase's pods at once and waits until they are
+// gone, and their ResourceClaims with them: the resource claim controller
+// releases and deallocates a claim once its pod is gone, and the garbage
+// collector (the claims hami-scheduler writes, owned by their pods) or
+// HAMi-DRA's webhook (its own, at the pod's deletion) deletes it. Claims
+// still there once the pods are gone are deleted, so that the next phase
+// starts with every card free.
 func deletePods(ctx context.Context, client kubernetes.Interface, namespace string) error {
 	if err := client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{}); err != nil {
 		return fmt.Errorf("delete pods of %s: %w", namespace, err)
 	}
-	for range 300 {
+	if err := waitEmpty(ctx, "pods of "+namespace, func() (int, error) {
 		list, err := client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{Limit: 1})
+		return len(list.Items), err
+	}); err != nil {
+		return err
+	}
+	claims := client.ResourceV1().ResourceClaims(namespace)
+	if err := claims.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete claims of %s: %w", namespace, err)
+	}
+	return waitEmpty(ctx, "claims of "+namespace, func() (int, error) {
+		list, err := claims.List(ctx, metav1.ListOptions{Limit: 1})
+		return len(list.Items), err
+	})
+}
+
+// waitEmpty waits up to a minute until count says nothing is left.
+func waitEmpty(ctx context.Context, what string, count func() (int, error)) error {
+	for range 300 {
+		n, err := count()
 		if err != nil {
 			return err
 		}
-		if len(list.Items) == 0 {
+		if n == 0 {
 			return nil
 		}
 		select {
@@ -866,7 +949,7 @@ func deletePods(ctx context.Context, client kubernetes.Interface, namespace stri
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("pods of %s still there a minute after their deletion", namespace)
+	return fmt.Errorf("%s still there a minute after their deletion", what)
 }
 
 // seconds converts a quantile; beyond reports one past h's last finite
@@ -1004,12 +1087,18 @@ func container(g gpuRequest) corev1.Container {
 
 // mixedRequest draws a fractional request: mostly a slice of one card's
 // memory and cores, some percentages, some two-card and whole-card ones.
-func mixedRequest(rng *rand.Rand) gpuRequest {
+// With percentOf set, a percentage of the card's memory is asked as that
+// share of percentOf MiB instead (draSetup.percentAsMiB).
+func mixedRequest(rng *rand.Rand, percentOf int64) gpuRequest {
 	switch x := rng.IntN(100); {
 	case x < 40:
 		return gpuRequest{cards: 1, memory: []int64{1024, 2048, 4096, 8192}[rng.IntN(4)], cores: []int64{0, 10, 20, 30}[rng.IntN(4)]}
 	case x < 65:
-		return gpuRequest{cards: 1, percent: []int64{10, 25, 50}[rng.IntN(3)]}
+		percent := []int64{10, 25, 50}[rng.IntN(3)]
+		if percentOf > 0 {
+			return gpuRequest{cards: 1, memory: percent * percentOf / 100}
+		}
+		return gpuRequest{cards: 1, percent: percent}
 	case x < 80:
 		return gpuRequest{cards: 2, memory: 4096, cores: 20}
 	case x < 90:
@@ -1091,6 +1180,8 @@ func (r *Result) Print(w io.Writer) {
 	row("cards used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Cards, p.Packing.MinCards) })
 	row("nodes used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Nodes, p.Packing.MinNodes) })
 	row("whole nodes left free", func(p Phase) string { return strconv.Itoa(p.Packing.FreeNodes) })
+	row("DRA cards used", func(p Phase) string { return strconv.Itoa(p.Packing.DRACards) })
+	row("pods on DRA nodes (claims reserved)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.DRAPods, p.DRAReserved) })
 	row("pods on the busiest node", func(p Phase) string { return strconv.Itoa(p.Packing.BusiestNode) })
 	row("hand-over per pod: all nodes / busiest", func(p Phase) string {
 		if p.HandOverPerPod == 0 {
@@ -1115,6 +1206,7 @@ func (r *Result) Print(w io.Writer) {
 			fmt.Fprintf(w, "ratio %s / baseline pods/s: %.3f\n", p.Name(), p.PodsPerSecond()/b)
 		}
 	}
+	printDRA(w, r)
 	for _, p := range r.Phases {
 		fmt.Fprintf(w, "%s: scheduler writes/pod: %s\n", p.Name(), p.Scheduler.breakdown(true, p.Bound))
 		fmt.Fprintf(w, "%s: scheduler reads/pod: %s\n", p.Name(), p.Scheduler.breakdown(false, p.Bound))

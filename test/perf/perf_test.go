@@ -227,28 +227,8 @@ func benchCommand() string {
 // cards could leave none empty and the smoke test would depend on that
 // order.
 func TestThroughputSmoke(t *testing.T) {
-	needScheduler(t)
-	r, err := Run(t.Context(), Options{Nodes: "8 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", Pods: 20, Seed: 7, Timeout: 2 * time.Minute,
-		SchedulerBinary: schedulerBinary, SchedulerLog: logFile,
-		Settings: []Setting{{Policy: devices.NodeBinpack}, {Policy: devices.NodeSpread, QueueLimit: 2, SetQueueLimit: true}}, Arrivals: []Arrival{Backlog, Steady}, Rates: []float64{20},
-		NodeSide: simnode.Options{DevicePluginQPS: 50, DevicePluginBurst: 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	r.Print(&out)
-	t.Log("\n" + out.String())
-	if len(r.Phases) != 5 {
-		t.Fatalf("%d phases, want the baseline and 2 policies x 2 arrivals", len(r.Phases))
-	}
-	// What -results writes for make plots.
-	if errs := Figures([]*Result{r}, "smoke", "TestThroughputSmoke", "").Validate(); len(errs) > 0 {
-		t.Errorf("the run's figures do not validate: %v", errs)
-	}
+	r := runSmoke(t, []Setting{{Policy: devices.NodeBinpack}, {Policy: devices.NodeSpread, QueueLimit: 2, SetQueueLimit: true}}, []Arrival{Backlog, Steady})
 	for _, ph := range r.Phases {
-		if ph.Running != ph.Pods || ph.Bound != ph.Pods {
-			t.Errorf("%s: %d/%d pods bound, %d Running", ph.Name(), ph.Bound, ph.Pods, ph.Running)
-		}
 		if ph.PodsPerSecond() <= 0 || ph.Scheduled < float64(ph.Pods) || ph.AttemptP99 < ph.AttemptP50 || ph.AttemptP50 <= 0 ||
 			ph.RunP50 <= 0 || ph.RunP99 < ph.RunP50 {
 			t.Errorf("%s: implausible figures %+v", ph.Name(), ph)
@@ -258,9 +238,6 @@ func TestThroughputSmoke(t *testing.T) {
 		// reported Running once by its kubelet.
 		if got := ph.Scheduler["POST"]; got < 2*int64(ph.Pods) {
 			t.Errorf("%s: %d POSTs, want a binding and an event per pod, %d", ph.Name(), got, 2*ph.Pods)
-		}
-		if got := ph.Kubelet["PATCH pods/status"]; got != int64(ph.Pods) {
-			t.Errorf("%s: %d status patches, want %d", ph.Name(), got, ph.Pods)
 		}
 		if ph.AlgorithmPerPod() <= 0 || ph.Cache.Nodes != 8 || ph.Cache.Cards != 64 {
 			t.Errorf("%s: algorithm per pod %s, device cache %+v; want a time, 8 nodes and 64 cards", ph.Name(), ph.AlgorithmPerPod(), ph.Cache)
@@ -299,4 +276,89 @@ func TestThroughputSmoke(t *testing.T) {
 	if len(r.Overcommitted) > 0 {
 		t.Errorf("accounting problems: %v", r.Overcommitted)
 	}
+}
+
+// The DRA settings in a small run, part of `make test`: half the nodes
+// DRA nodes (spread, so that the pods land on both kinds), all of them,
+// and all of them with the pods taking HAMi-DRA's route, beside the same
+// pods on device-plugin nodes alone. Every pod gets to Running; every
+// one on a DRA node with each of its claims allocated on its node and
+// reserved for it; the DRA cards are counted; nothing is over-committed
+// (by annotations, by claims, or as the simulated drivers see it).
+func TestThroughputSmokeDRA(t *testing.T) {
+	var settings []Setting
+	for _, s := range []string{"binpack", "spread/dra50", "binpack/dra100", "binpack/dra100/hami-dra"} {
+		setting, err := ParseSetting(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settings = append(settings, setting)
+	}
+	r := runSmoke(t, settings, []Arrival{Backlog})
+	for _, ph := range r.Phases {
+		if ph.Setting.DRAPercent == 0 {
+			if ph.DRAPods != 0 || ph.Packing.DRACards != 0 {
+				t.Errorf("%s: %d pods on DRA nodes, %d DRA cards; want none", ph.Name(), ph.DRAPods, ph.Packing.DRACards)
+			}
+			continue
+		}
+		if ph.DRAReserved != ph.DRAPods || ph.Packing.DRACards == 0 || ph.Packing.DRACards > ph.Packing.Cards {
+			t.Errorf("%s: %d pods on DRA nodes, %d with their claims reserved; %d DRA cards of %d; want all reserved, DRA cards counted",
+				ph.Name(), ph.DRAPods, ph.DRAReserved, ph.Packing.DRACards, ph.Packing.Cards)
+		}
+		if p := ph.Packing; p.Cards < p.MinCards || p.Nodes < p.MinNodes || p.MinCards <= 0 || p.FreeNodes != 8-p.Nodes {
+			t.Errorf("%s: implausible packing %+v", ph.Name(), p)
+		}
+		switch {
+		case ph.Setting.DRAPercent == 100 && ph.DRAPods != ph.Pods:
+			t.Errorf("%s: %d of %d pods on DRA nodes, want all", ph.Name(), ph.DRAPods, ph.Pods)
+		case ph.Setting.DRAPercent == 50 && (ph.DRAPods == 0 || ph.DRAPods == ph.Pods):
+			t.Errorf("%s: %d of %d pods on DRA nodes, want some on each kind", ph.Name(), ph.DRAPods, ph.Pods)
+		}
+		wantProfile := profile.SchedulerName
+		if ph.Setting.HAMiDRA {
+			wantProfile = profile.DefaultSchedulerName
+		}
+		if ph.Profile != wantProfile || ph.Scheduled < float64(ph.Pods) {
+			t.Errorf("%s: profile %s scheduled %.0f pods; want %s, %d", ph.Name(), ph.Profile, ph.Scheduled, wantProfile, ph.Pods)
+		}
+	}
+	if len(r.Overcommitted) > 0 {
+		t.Errorf("accounting problems: %v", r.Overcommitted)
+	}
+}
+
+// runSmoke runs the smoke tests' cluster, 8 nodes x 8 cards and 20 pods
+// per phase, with the settings and arrivals (steady ones at 20 pods/s) on
+// the faithful node side, the device plugins' limit raised tenfold, and
+// checks what every phase must show: each of the baseline's and the
+// settings' phases ran, every pod bound and reported Running once by its
+// kubelet, and the figures -results writes for make plots validate.
+func runSmoke(t *testing.T, settings []Setting, arrivals []Arrival) *Result {
+	t.Helper()
+	needScheduler(t)
+	r, err := Run(t.Context(), Options{Nodes: "8 nodes x 8 cards of NVIDIA A100 40 GiB, split 10", Pods: 20, Seed: 7, Timeout: 2 * time.Minute,
+		SchedulerBinary: schedulerBinary, SchedulerLog: logFile, Settings: settings, Arrivals: arrivals, Rates: []float64{20},
+		NodeSide: simnode.Options{DevicePluginQPS: 50, DevicePluginBurst: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	r.Print(&out)
+	t.Log("\n" + out.String())
+	if want := 1 + len(settings)*len(arrivals); len(r.Phases) != want {
+		t.Fatalf("%d phases, want the baseline and %d settings x %d arrivals", len(r.Phases), len(settings), len(arrivals))
+	}
+	if errs := Figures([]*Result{r}, "smoke", t.Name(), "").Validate(); len(errs) > 0 {
+		t.Errorf("the run's figures do not validate: %v", errs)
+	}
+	for _, ph := range r.Phases {
+		if ph.Running != ph.Pods || ph.Bound != ph.Pods {
+			t.Errorf("%s: %d/%d pods bound, %d Running", ph.Name(), ph.Bound, ph.Pods, ph.Running)
+		}
+		if got := ph.Kubelet["PATCH pods/status"]; got != int64(ph.Pods) {
+			t.Errorf("%s: %d status patches, want %d", ph.Name(), got, ph.Pods)
+		}
+	}
+	return r
 }

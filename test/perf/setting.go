@@ -34,6 +34,17 @@ type Setting struct {
 	// without it they are the same pods placed one by one.
 	Sets int
 	Gang bool
+	// DRAPercent is the share of the nodes, in percent, that run HAMi's
+	// DRA driver instead of HAMi's device plugin during the phase
+	// (setNodeKinds); 0: every node a device-plugin node.
+	DRAPercent int
+	// HAMiDRA sends the pods through the model of HAMi-DRA's webhook
+	// (internal/hamidra): each container's nvidia.com/gpu, gpumem and
+	// gpucores become a ResourceClaim at admission, and kube-scheduler's
+	// default profile in the same scheduler process allocates it with its
+	// own DynamicResources. Without it the pods are HAMi's as its webhook
+	// writes them, placed by hami-scheduler's profile.
+	HAMiDRA bool
 }
 
 // String is "binpack" (the shipped queue bounds), "binpack/q2" with
@@ -41,7 +52,9 @@ type Setting struct {
 // order), "binpack/w4s" with nodeQueueWait 4s, or both ("binpack/q10/w4s"),
 // "binpack/b10s" with burstQueueWait 10s;
 // "/g4" makes the pods gangs of 4 (a scheduler-plugins PodGroup each, its
-// members asking the same), "/s4" the same pods without gangs.
+// members asking the same), "/s4" the same pods without gangs; "/dra50"
+// runs half the nodes as DRA nodes, "/dra100/hami-dra" all of them, the
+// pods taking HAMi-DRA's route.
 func (s Setting) String() string {
 	out := string(s.Policy)
 	if s.SetQueueLimit {
@@ -59,6 +72,12 @@ func (s Setting) String() string {
 			kind = "g"
 		}
 		out += fmt.Sprintf("/%s%d", kind, s.Sets)
+	}
+	if s.DRAPercent > 0 {
+		out += fmt.Sprintf("/dra%d", s.DRAPercent)
+	}
+	if s.HAMiDRA {
+		out += "/" + hamiDRARoute
 	}
 	return out
 }
@@ -96,12 +115,26 @@ func ParseSetting(s string) (Setting, error) {
 				return Setting{}, fmt.Errorf("setting %q: %q: want a group size of at least 1", s, part)
 			}
 			out.Sets, out.Gang = n, part[0] == 'g'
+		case strings.HasPrefix(part, "dra") && out.DRAPercent == 0:
+			n, err := strconv.Atoi(part[3:])
+			if err != nil || n < 1 || n > 100 {
+				return Setting{}, fmt.Errorf("setting %q: %q: want the DRA nodes' share in percent, 1 to 100", s, part)
+			}
+			out.DRAPercent = n
+		case part == hamiDRARoute && !out.HAMiDRA:
+			out.HAMiDRA = true
 		default:
-			return Setting{}, fmt.Errorf("setting %q: %q: want /qN (nodeQueueLimit), /wD (nodeQueueWait), /bD (burstQueueWait), /gN or /sN (gangs, or sets, of N), each at most once", s, part)
+			return Setting{}, fmt.Errorf("setting %q: %q: want /qN (nodeQueueLimit), /wD (nodeQueueWait), /bD (burstQueueWait), /gN or /sN (gangs, or sets, of N), /draN (N%% DRA nodes), /%s (HAMi-DRA's route), each at most once", s, part, hamiDRARoute)
 		}
+	}
+	if out.HAMiDRA && (out.DRAPercent == 0 || out.Sets > 0) {
+		return Setting{}, fmt.Errorf("setting %q: HAMi-DRA's route needs DRA nodes (/draN) and takes no gangs or sets", s)
 	}
 	return out, nil
 }
+
+// hamiDRARoute is the setting's word for HAMi-DRA's route.
+const hamiDRARoute = "hami-dra"
 
 // args are the plugin args of the setting; everything else keeps the
 // shipped defaults.

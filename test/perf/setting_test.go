@@ -56,6 +56,13 @@ func TestParseSetting(t *testing.T) {
 		{in: "binpack/q-1", wantErr: true},
 		{in: "binpack/qx", wantErr: true},
 		{in: "fastest", wantErr: true},
+		{in: "binpack/dra50", want: Setting{Policy: devices.NodeBinpack, DRAPercent: 50}},
+		{in: "binpack/dra100/hami-dra", want: Setting{Policy: devices.NodeBinpack, DRAPercent: 100, HAMiDRA: true}},
+		{in: "binpack/dra0", wantErr: true},
+		{in: "binpack/dra101", wantErr: true},
+		{in: "binpack/dra0.5", wantErr: true},
+		{in: "binpack/hami-dra", wantErr: true},
+		{in: "binpack/dra100/g4/hami-dra", wantErr: true},
 	}
 	for _, tt := range tests {
 		got, err := ParseSetting(tt.in)
