@@ -31,7 +31,7 @@ BENCH_RESULTS ?= _output/bench/figures.json
 COMPAT_VERSIONS ?= v1.28.15 v1.29.6 v1.30.14 v1.31.14 v1.32.13 v1.33.13 v1.34.4 v1.35.4 v1.36.3 v1.37.2
 COMPAT_SMOKE    ?= v1.34.4 v1.31.14 v1.28.15
 
-.PHONY: all build test test-unit test-race bench bench-e2e bench-scale bench-rates plots run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests bench-upstream test-upstream
+.PHONY: all build test test-unit test-race bench bench-e2e bench-scale bench-rates bench-kueue bench-bursts bench-packing plots run lint test-compat test-compat-smoke build-bands fmt vet clean generate verify-generate layout fuzz test-chaos manifests bench-upstream test-upstream
 
 all: build
 
@@ -79,7 +79,8 @@ FORCE:
 # The local cluster: control plane, simulated GPU nodes and hami-scheduler in
 # one process (cmd/hami-local). RUN_ARGS passes flags, e.g. RUN_ARGS='-nodes "4 nodes x 8 cards of NVIDIA A100 40 GiB"'.
 # No -trimpath: the in-process kube-apiserver finds its test certificates by source path.
-run: $(BIN)/hami-local
+# RUN_ARGS=-kueue also runs Kueue (docs/kueue.md), built first.
+run: $(BIN)/hami-local $(if $(findstring -kueue,$(RUN_ARGS)),$(BIN)/kueue)
 	./$(BIN)/hami-local $(RUN_ARGS)
 
 $(BIN)/hami-local: FORCE
@@ -92,8 +93,9 @@ test: lint test-unit test-race
 # /version, and test/release's hami-scheduler processes accept it.
 TEST_LDFLAGS := -X $(VERSION_PKG).gitVersion=$(KUBE_VERSION)
 
-test-unit:
-	$(GO) test -count=1 -ldflags '$(TEST_LDFLAGS)' ./...
+# test/kueue runs Kueue's controller-manager, built from Go modules.
+test-unit: $(BIN)/kueue
+	HAMI_KUEUE_BINARY=$(abspath $(BIN)/kueue) $(GO) test -count=1 -ldflags '$(TEST_LDFLAGS)' ./...
 
 # The compatibility suite (test/compat) against each release's own
 # kube-apiserver, built from Go modules and cached (hack/build-kube-apiserver.sh).
@@ -126,6 +128,25 @@ bench-scale:
 bench-rates:
 	$(MAKE) bench-e2e BENCH_NODES=200 BENCH_PODS=1000 \
 		BENCH_ARGS="-policies=binpack,binpack/q0,spread -arrivals=steady -rate=10,20,30,40,50 $(BENCH_ARGS)"
+
+# Binpack's bursts against HAMi's order (docs/benchmarks.md, "Bursts"):
+# 20 nodes x 4 cards with 100 pods and 200 x 8 with 1,000, each setting
+# BURST_RUNS times (as shipped, HAMi's order binpack/q0, burstQueueWait
+# 8s and 16s); prints the table over the runs and binpack's rules, PASS or
+# FAIL (-check-rules: a FAIL fails the run). About 40 minutes on 2 cores.
+BURST_RUNS ?= 5
+bench-bursts:
+	$(MAKE) bench-e2e BENCH_NODES=20x4,200x8 BENCH_PODS=100,1000 BENCH_RESULTS=_output/bench/bursts.json \
+		BENCH_ARGS="-policies=binpack,binpack/q0,binpack/b8s,binpack/b16s -arrivals=backlog -runs=$(BURST_RUNS) -check-rules $(BENCH_ARGS)"
+
+# The whole figure set of docs/benchmarks.md's "Bursts": bench-bursts, then
+# bench-rates (steady arrivals on 200 x 8, the steady rules checked); fails
+# when either breaks a rule, after both ran. About an hour on 2 cores.
+bench-packing:
+	@status=0; \
+	$(MAKE) bench-bursts || status=1; \
+	$(MAKE) bench-rates BENCH_RESULTS=_output/bench/rates.json BENCH_ARGS="-check-rules $(BENCH_ARGS)" || status=1; \
+	exit $$status
 
 # docs/plots/*.svg from the figures in docs/plots/data (a run's
 # $(BENCH_RESULTS), copied there with its title and source, or a
@@ -176,6 +197,21 @@ test-upstream: $(BIN)/etcd
 
 $(BIN)/etcd: FORCE
 	$(GO) build -o $@ ./hack/etcd
+
+# Kueue's controller-manager (sigs.k8s.io/kueue's cmd/kueue) for make run
+# RUN_ARGS=-kueue and test/kueue, built from Go modules in hack/kueue, a
+# module of its own: Kueue pins older Kubernetes libraries than ours. Cold,
+# it compiles Kueue and its Kubernetes libraries (see docs/kueue.md).
+$(BIN)/kueue: hack/kueue/go.mod hack/kueue/go.sum
+	cd hack/kueue && $(GO) build -o $(abspath $@) sigs.k8s.io/kueue/cmd/kueue
+
+# Kueue alone against Kueue with hami-scheduler's admission check
+# hami.io/card-fit (test/kueue, docs/benchmarks.md): one trace of mixed
+# fractional jobs on 200 nodes x 8 cards, arriving faster than they
+# finish. BENCH_KUEUE_ARGS e.g. -kueue-bench-jobs=300 -kueue-bench-rate=5.
+BENCH_KUEUE_ARGS ?=
+bench-kueue: $(BIN)/kueue
+	HAMI_KUEUE_BINARY=$(abspath $(BIN)/kueue) $(GO) test -count=1 -run '^$$' -bench '^BenchmarkKueueAdmission$$' -benchtime 1x -timeout 90m -ldflags '$(TEST_LDFLAGS)' ./test/kueue -args $(BENCH_KUEUE_ARGS)
 
 test-chaos:
 	$(GO) test -count=1 -timeout 30m -run '^TestChaos$$' ./test/e2e -args -chaos-seeds=$(CHAOS_SEEDS) $(if $(CHAOS_SEED),-chaos-seed=$(CHAOS_SEED))

@@ -631,3 +631,11 @@ func containsString(list []string, s string) bool {
 	}
 	return false
 }
+
+// String is the refusal in Filter's words, e.g. "insufficient memory".
+func (r rejectReason) String() string {
+	if r < 0 || r >= numReasons {
+		return "unknown"
+	}
+	return reasonText[r]
+}

@@ -29,6 +29,9 @@ type PlacementScorer interface {
 // under spread.
 type PolicyNeutralScorer interface {
 	ScorePlacement(pod *corev1.Pod, cards []Card, usedBefore []Usage, a Assignment) float64
+	// ScoredAnnotations are the pod annotations ScorePlacement reads, so
+	// that a pod's scheduling signature carries them.
+	ScoredAnnotations() []string
 }
 
 // PolicyNeutralWeight is HAMi's weight of a PolicyNeutralScorer's score.

@@ -245,6 +245,14 @@ func (f *fullPasses) take(uid types.UID) bool {
 	return ok
 }
 
+// has reports whether the pod is owed a full pass.
+func (f *fullPasses) has(uid types.UID) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.pods[uid]
+	return ok
+}
+
 func (f *fullPasses) remove(uid types.UID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 )
 
 // draRoute places pods on DRA nodes: nodes whose cards a DRA driver
@@ -46,6 +48,10 @@ type draView interface {
 	// this scheduler) take of vendor vi's DRA cards, in MiB and cores,
 	// for HAMi's device quota.
 	namespaceUse(namespace string, vi int) (memoryMiB, cores int64)
+	// holding is what the pod's claims reserved for it alone take of the
+	// DRA cards of the node, as a device cache holding (by card UUID),
+	// for preemption to free; ok is false when it holds none.
+	holding(pod *corev1.Pod, node string) (held devicecache.Holding, ok bool)
 }
 
 // draBinding is one pod's claim between Reserve and PreBind.
@@ -68,7 +74,10 @@ func (p *Plugin) reserveClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	s.mu.Lock()
 	s.draBinding = binding
 	s.mu.Unlock()
-	p.waiting.reserve(pod.UID, true)
+	p.waiting.reserve(pod.UID, true, time.Now())
+	if gang := gangOf(pod); gang != "" {
+		p.gangs.reserve(gang, pod, node, true)
+	}
 	klog.FromContext(ctx).V(4).Info("DRA devices reserved", "pod", klog.KObj(pod), "node", node)
 	p.filteringSucceeded(pod, s, node)
 	return nil
@@ -88,14 +97,10 @@ func (p *Plugin) writeClaim(ctx context.Context, s *cycleState, pod *corev1.Pod,
 		return fwk.AsStatus(err)
 	}
 	if err := p.clearHandOver(ctx, pod); err != nil {
-		preBindFailed(patchFailure(err))
-		p.bindingFailed(pod, err)
-		return fwk.AsStatus(err)
+		return p.preBindFailure(s, pod, patchFailure(err), err)
 	}
 	if err := binding.write(ctx, pod); err != nil {
-		preBindFailed("claim")
-		p.bindingFailed(pod, err)
-		return fwk.AsStatus(err)
+		return p.preBindFailure(s, pod, "claim", err)
 	}
 	klog.FromContext(ctx).V(3).Info("ResourceClaim written for the pod", "pod", klog.KObj(pod), "node", node)
 	return nil
@@ -111,7 +116,7 @@ func (p *Plugin) releaseClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	if binding == nil {
 		return false
 	}
-	p.waiting.reserve(pod.UID, false)
+	p.waiting.reserve(pod.UID, false, time.Now())
 	if err := binding.release(ctx); err != nil {
 		klog.FromContext(ctx).Error(err, "ResourceClaim not given back", "pod", klog.KObj(pod))
 	}

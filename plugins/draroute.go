@@ -5,6 +5,7 @@ package plugins
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/dra"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 	"github.com/hami-scheduler/hami-scheduler/plugins/dranodes"
 )
 
@@ -128,6 +130,71 @@ func (r *dranodesRoute) reserve(pod *corev1.Pod, node string, assignments []devi
 	r.pending[claim] = struct{}{}
 	r.pendingMu.Unlock()
 	return dranodesBinding{b: b, route: r, node: node}, nil
+}
+
+func (v *dranodesView) holding(pod *corev1.Pod, node string) (devicecache.Holding, bool) {
+	nd := v.route.inventory.Node(node)
+	if nd == nil {
+		return devicecache.Holding{}, false
+	}
+	held := devicecache.Holding{Key: pod.Namespace + "/" + pod.Name, Node: node, Assignments: make([]devices.Assignment, len(v.route.vendors))}
+	found := false
+	for _, name := range podClaimNames(pod) {
+		claim, err := v.route.manager.ResourceClaims().Get(pod.Namespace, name)
+		if err != nil || claim.Status.Allocation == nil || len(claim.Status.ReservedFor) != 1 || claim.Status.ReservedFor[0].UID != pod.UID {
+			// Not allocated, or shared with other pods: evicting this one
+			// frees nothing.
+			continue
+		}
+		for _, r := range claim.Status.Allocation.Devices.Results {
+			d, ok := deviceByKey(nd.Devices, dra.DeviceKey{Driver: r.Driver, Pool: r.Pool, Device: r.Device})
+			if !ok || !d.Shared {
+				continue
+			}
+			vi := slices.IndexFunc(v.route.vendors, func(vendor devices.Vendor) bool { return vendor.Name() == d.Driver.Vendor })
+			if vi < 0 {
+				continue
+			}
+			m := r.ConsumedCapacity[d.Driver.Memory]
+			g := devices.Grant{UUID: d.Card.UUID, Vendor: d.Driver.Vendor, MemoryMiB: int32((m.Value() + dra.MiB - 1) / dra.MiB)}
+			if d.Driver.Cores != "" {
+				c := r.ConsumedCapacity[d.Driver.Cores]
+				g.Cores = int32(c.Value())
+			}
+			held.Assignments[vi] = append(held.Assignments[vi], []devices.Grant{g})
+			found = true
+		}
+	}
+	return held, found
+}
+
+// podClaimNames are the names of the pod's claims: those of its spec and
+// the one the scheduler named in its status for extended resources.
+func podClaimNames(pod *corev1.Pod) []string {
+	var names []string
+	for _, c := range pod.Spec.ResourceClaims {
+		if c.ResourceClaimName != nil {
+			names = append(names, *c.ResourceClaimName)
+		}
+	}
+	for _, st := range pod.Status.ResourceClaimStatuses {
+		if st.ResourceClaimName != nil {
+			names = append(names, *st.ResourceClaimName)
+		}
+	}
+	if st := pod.Status.ExtendedResourceClaimStatus; st != nil {
+		names = append(names, st.ResourceClaimName)
+	}
+	return names
+}
+
+func deviceByKey(ds []dra.Device, key dra.DeviceKey) (dra.Device, bool) {
+	for _, d := range ds {
+		if d.Key == key {
+			return d, true
+		}
+	}
+	return dra.Device{}, false
 }
 
 // settled drops a claim from the pending ones: written (its object now

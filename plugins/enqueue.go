@@ -12,10 +12,10 @@ import (
 // instead of waiting for the periodic flush (EventsToRegister, whose
 // signature depends on the Kubernetes release, returns them).
 func (p *Plugin) events() []fwk.ClusterEventWithHint {
-	return []fwk.ClusterEventWithHint{
+	return append([]fwk.ClusterEventWithHint{
 		{Event: fwk.ClusterEvent{Resource: fwk.AssignedPod, ActionType: fwk.Delete}, QueueingHintFn: p.hintAfterPodDelete},
 		{Event: fwk.ClusterEvent{Resource: fwk.Node, ActionType: fwk.Add | fwk.UpdateNodeAnnotation | fwk.UpdateNodeAllocatable}, QueueingHintFn: p.hintAfterNodeChange},
-	}
+	}, p.draEvents()...)
 }
 
 // The hints only read: the device cache is written by its informer

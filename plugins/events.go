@@ -78,8 +78,10 @@ func (p *Plugin) filteringSucceeded(pod *corev1.Pod, s *cycleState, node string)
 // PostFilter implements fwk.PostFilterPlugin. It makes no pod schedulable
 // (preemption is DefaultPreemption's); when this plugin turned nodes away
 // it records HAMi's FilteringFailed: the total, then the nodes per reason
-// with each node's own detail.
+// with each node's own detail. A resumed hand-over's cards are kept for
+// the pod's next attempt only: one that fails gives them back.
 func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
+	p.releaseResumedHold(klog.FromContext(ctx), pod)
 	s, err := readState(state)
 	if err != nil || s == nil {
 		return nil, fwk.NewStatus(fwk.Unschedulable)

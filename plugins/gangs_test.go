@@ -3,11 +3,12 @@ package plugins
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1beta1 "k8s.io/api/scheduling/v1beta1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
@@ -75,50 +76,69 @@ func TestUnreserveRetriesAllButTheGang(t *testing.T) {
 
 // In a pod-group cycle the pods workload-aware preemption simulates away
 // are missing from the snapshot: their cards are free to the members,
-// unless the holder's priority is not below the member's.
+// unless the holder's priority is not below the preemptor's, priorities
+// being the PodGroups' (a pod's own when it has no group), as
+// kube-scheduler ranks them. A hand-over this process resumed is never
+// in the snapshot and never a victim.
 func TestPodGroupCycleReadsVictimsFromTheSnapshot(t *testing.T) {
-	holder := func(priority int32) *corev1.Pod {
+	const member, low, high = "member-group", "low-group", "high-group"
+	groups := map[string]int32{member: 10, low: 5, high: 1000}
+	holder := func(priority int32, group string) *corev1.Pod {
 		p := gpuPod("victim", gpu(1, 8000, 0))
 		p.Spec.NodeName = "n1"
 		p.Spec.Priority = &priority
 		p.Annotations[nvidia.AllocatedAnnotation] = "only,NVIDIA,8000,0:;"
 		p.Annotations[devices.AssignedNode] = "n1"
+		if group != "" {
+			p.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
+		}
 		return p
 	}
+	resumed := func(priority int32) *corev1.Pod {
+		p := holder(priority, low)
+		p.Spec.NodeName = ""
+		return handedOverTo(p, "n1", "only", 0)
+	}
 	tests := []struct {
-		name           string
-		victimPriority int32
-		inSnapshot     bool
-		podGroupCycle  bool
+		name          string
+		victim        *corev1.Pod
+		inSnapshot    bool
+		podGroupCycle bool
+		// memberPriority is the member pod's own; its group's is 10.
+		memberPriority int32
 		wantFit        bool
 	}{
-		{"victim removed from the snapshot", 0, false, true, true},
-		{"holder kept in the snapshot", 0, true, true, false},
-		{"holder of the member's priority", 10, false, true, false},
-		{"not a pod-group cycle", 0, false, false, false},
+		{"victim removed from the snapshot", holder(0, ""), false, true, 10, true},
+		{"holder kept in the snapshot", holder(0, ""), true, true, 10, false},
+		{"holder of the member's priority", holder(10, ""), false, true, 10, false},
+		{"not a pod-group cycle", holder(0, ""), false, false, 10, false},
+		{"the group's priority above its pods' own", holder(0, low), false, true, 0, true},
+		{"a pod above the member's own priority in a group below", holder(100, low), false, true, 0, true},
+		{"a pod below in a group above", holder(0, high), false, true, 100, false},
+		{"a resumed hand-over is never a victim", resumed(0), false, true, 10, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			victim := holder(tt.victimPriority)
 			node := gpuNode("n1", card("only", 10000))
-			h := newHarness(t, nil, node, victim)
+			h := newHarness(t, nil, node, tt.victim)
 			ni := framework.NewNodeInfo()
 			ni.SetNode(node)
 			if tt.inSnapshot {
-				ni.AddPod(victim)
+				ni.AddPod(tt.victim)
 			}
-			h.handle.snapshot = snapshotOf(ni)
-			member := gpuPod("member", gpu(1, 8000, 0))
-			priority := int32(10)
-			member.Spec.Priority = &priority
+			h.handle.snapshot = fakeSnapshot{nodes: []fwk.NodeInfo{ni}, podGroups: groups}
+			pod := gpuPod("member", gpu(1, 8000, 0))
+			pod.Spec.Priority = &tt.memberPriority
+			group := member
+			pod.Spec.SchedulingGroup = &corev1.PodSchedulingGroup{PodGroupName: &group}
 			state := framework.NewCycleState()
 			if tt.podGroupCycle {
 				state.SetPodGroupSchedulingCycle(framework.NewCycleState())
 			}
-			if _, st := h.plugin.PreFilter(h.ctx, state, member, []fwk.NodeInfo{ni}); !st.IsSuccess() {
+			if _, st := h.plugin.PreFilter(h.ctx, state, pod, []fwk.NodeInfo{ni}); !st.IsSuccess() {
 				t.Fatalf("PreFilter: %v", st)
 			}
-			st := h.plugin.Filter(h.ctx, state, member, ni)
+			st := h.plugin.Filter(h.ctx, state, pod, ni)
 			if st.IsSuccess() != tt.wantFit {
 				t.Errorf("Filter: %v, want fit %v", st, tt.wantFit)
 			}
@@ -134,9 +154,28 @@ func snapshotOf(nodes ...fwk.NodeInfo) fwk.SharedLister {
 type fakeSnapshot struct {
 	fwk.SharedLister
 	nodes []fwk.NodeInfo
+	// podGroups are the in-tree PodGroups (namespace default) by name,
+	// with their priority.
+	podGroups map[string]int32
 }
 
-func (s fakeSnapshot) NodeInfos() fwk.NodeInfoLister { return fakeNodeInfos(s) }
+func (s fakeSnapshot) NodeInfos() fwk.NodeInfoLister {
+	return fakeNodeInfos{SharedLister: s.SharedLister, nodes: s.nodes}
+}
+
+func (s fakeSnapshot) PodGroups() fwk.PodGroupLister { return fakePodGroups(s.podGroups) }
+
+func (s fakeSnapshot) CompositePodGroups() fwk.CompositePodGroupLister { return nil }
+
+type fakePodGroups map[string]int32
+
+func (g fakePodGroups) Get(namespace, name string) (*schedulingv1beta1.PodGroup, error) {
+	priority, ok := g[name]
+	if !ok || namespace != "default" {
+		return nil, fmt.Errorf("PodGroup %s/%s not in the snapshot", namespace, name)
+	}
+	return &schedulingv1beta1.PodGroup{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: schedulingv1beta1.PodGroupSpec{Priority: &priority}}, nil
+}
 
 type fakeNodeInfos struct {
 	fwk.SharedLister
@@ -190,12 +229,7 @@ func TestResumedHandOver(t *testing.T) {
 		if gang != "" {
 			p.Labels = map[string]string{podGroupLabel: gang}
 		}
-		p.Annotations[nvidia.AllocatedAnnotation] = "only,NVIDIA,8000,0:;"
-		p.Annotations[nvidia.ToAllocateAnnotation] = "only,NVIDIA,8000,0:;"
-		p.Annotations[devices.AssignedNode] = "n1"
-		p.Annotations[devices.BindPhase] = devices.BindPhaseAllocating
-		p.Annotations[devices.BindTime] = strconv.FormatInt(time.Now().Add(-age).Unix(), 10)
-		return p
+		return handedOverTo(p, "n1", "only", age)
 	}
 	tests := []struct {
 		name     string

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
@@ -51,6 +52,33 @@ func ForProfile(h fwk.Handle) *Plugin {
 // cannot be read asks nothing here (its own cycle reports it). Nil, too,
 // while the cache is still loading.
 func (p *Plugin) GroupRoom(pods []*corev1.Pod, need int) *devices.GroupShortfall {
+	return p.groupRoom(pods, need, p.ownHolds(pods))
+}
+
+// GroupRoomAfterPreemption is GroupRoom with the cards of the pods that
+// default preemption could evict for a pod of the given priority counted
+// free too (mayBeVictim, by each pod's own priority): nil when preemption
+// might make room for the group, else what runs short even then.
+func (p *Plugin) GroupRoomAfterPreemption(pods []*corev1.Pod, need int, priority int32) *devices.GroupShortfall {
+	freed := p.ownHolds(pods)
+	own := map[types.UID]bool{}
+	for _, pod := range pods {
+		own[pod.UID] = true
+	}
+	for _, h := range p.cache.AllHoldings() {
+		if !own[h.UID] && p.mayBeVictim(h, priority, corev1helpers.PodPriority) {
+			if freed == nil {
+				freed = map[string][]devicecache.Holding{}
+			}
+			freed[h.Node] = append(freed[h.Node], h.Holding)
+		}
+	}
+	return p.groupRoom(pods, need, freed)
+}
+
+// groupRoom is GroupRoom with the holdings freed counted free on their
+// nodes.
+func (p *Plugin) groupRoom(pods []*corev1.Pod, need int, freed map[string][]devicecache.Holding) *devices.GroupShortfall {
 	if need <= 0 || !p.synced() {
 		return nil
 	}
@@ -69,7 +97,6 @@ func (p *Plugin) GroupRoom(pods []*corev1.Pod, need int) *devices.GroupShortfall
 		}
 	}
 	admitted := p.admittedByAny(pods)
-	own := p.ownHolds(pods)
 	var scratch []devices.Usage
 	var dra draView
 	if p.dra != nil {
@@ -86,9 +113,9 @@ func (p *Plugin) GroupRoom(pods []*corev1.Pod, need int) *devices.GroupShortfall
 				if !admitted(node) {
 					return
 				}
-				if held := own[node]; len(held) > 0 {
+				if held := freed[node]; len(held) > 0 {
 					// The pods' own holds (resumed hand-overs) are theirs
-					// to take again.
+					// to take again; victims' are free after preemption.
 					scratch = append(scratch[:0], used...)
 					for _, h := range held {
 						h.Apply(cards, scratch, vi, false)

@@ -40,12 +40,59 @@ type fakeHandle struct {
 
 	mu        sync.Mutex
 	activated []string
+	waiting   map[types.UID]*fakeWaitingPod
 }
 
 func (h *fakeHandle) ClientSet() clientset.Interface                         { return h.client }
 func (h *fakeHandle) SharedInformerFactory() informers.SharedInformerFactory { return h.informers }
 func (h *fakeHandle) EventRecorder() events.EventRecorderLogger              { return h.recorder }
 func (h *fakeHandle) SnapshotSharedLister() fwk.SharedLister                 { return h.snapshot }
+
+// GetWaitingPod returns the pod waiting at Permit that wait put there.
+func (h *fakeHandle) GetWaitingPod(uid types.UID) fwk.WaitingPod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if w, ok := h.waiting[uid]; ok {
+		return w
+	}
+	return nil
+}
+
+// wait puts pod among the pods waiting at Permit.
+func (h *fakeHandle) wait(pod *corev1.Pod) *fakeWaitingPod {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.waiting == nil {
+		h.waiting = map[types.UID]*fakeWaitingPod{}
+	}
+	w := &fakeWaitingPod{pod: pod}
+	h.waiting[pod.UID] = w
+	return w
+}
+
+// fakeWaitingPod records a rejection.
+type fakeWaitingPod struct {
+	fwk.WaitingPod
+	pod *corev1.Pod
+
+	mu       sync.Mutex
+	rejected string
+}
+
+func (w *fakeWaitingPod) GetPod() *corev1.Pod { return w.pod }
+
+func (w *fakeWaitingPod) Reject(_, msg string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.rejected = msg
+	return true
+}
+
+func (w *fakeWaitingPod) rejection() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rejected
+}
 
 // Activate records the pods the plugin sends back to the active queue.
 func (h *fakeHandle) Activate(_ klog.Logger, pods map[string]*corev1.Pod) {

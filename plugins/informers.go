@@ -1,6 +1,7 @@
 package plugins
 
 import (
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,9 +64,32 @@ func (p *Plugin) onNodeDelete(logger klog.Logger, obj any) {
 	if node, ok := obj.(*corev1.Node); ok {
 		p.locker.NodeChanged(node.Name)
 		p.lockHolders.set(node.Name, "")
+		p.releaseReservationsOn(logger, node.Name)
 		p.cache.RemoveNode(node.Name)
 		p.queues.forgetNode(node.Name)
 		logger.V(4).Info("Node left the device cache", "node", klog.KObj(node))
+	}
+}
+
+// releaseReservationsOn gives back at once what is reserved on a deleted
+// node: a resumed hand-over's cards are forgotten, a pod waiting at Permit
+// is turned away (its Unreserve frees them, and its gang's), and the gang
+// rounds binding a member there are aborted.
+func (p *Plugin) releaseReservationsOn(logger klog.Logger, node string) {
+	cause := "node " + node + " was deleted"
+	p.gangs.onNode(node, cause)
+	for uid, h := range p.cache.HoldingsOn(node) {
+		if !h.Assumed {
+			continue
+		}
+		if p.resumed.release(uid) {
+			p.cache.ForgetUID(uid)
+			logger.V(2).Info("A resumed hand-over's node was deleted; its cards are free", "pod", h.Key, "node", node)
+			continue
+		}
+		if w := p.handle.GetWaitingPod(uid); w != nil {
+			w.Reject(Name, cause)
+		}
 	}
 }
 
@@ -77,12 +101,13 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 	if pod.Spec.NodeName != "" {
 		p.rejected.remove(pod.UID)
 		p.releaseLocksOf(logger, pod, false)
+		p.leaveGang(logger, pod, true, false, "")
 	}
 	held := p.cache.HasAssignment(pod)
 	now := time.Now()
 	p.handOvers.observe(pod, now)
 	p.queues.observe(pod, now)
-	p.waiting.set(pod)
+	p.waiting.set(pod, now)
 	if err := p.cache.SetPod(pod); err != nil {
 		undecodableAnnotations.WithLabelValues("pod").Inc()
 		logger.Error(err, "Pod's device assignment cannot be read; its node's cards are held until it is gone", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
@@ -107,6 +132,7 @@ func (p *Plugin) onPodDelete(logger klog.Logger, obj any) {
 		p.fullPass.remove(pod.UID)
 		p.resumed.forget(pod.UID)
 		p.releaseLocksOf(logger, pod, true)
+		p.leaveGang(logger, pod, false, true, fmt.Sprintf("member %s was deleted", klog.KObj(pod)))
 		if p.cache.RemovePod(pod) {
 			logger.V(5).Info("Pod left the device cache", "pod", klog.KObj(pod))
 			p.retryRejected(logger, "a pod holding devices was deleted")

@@ -59,6 +59,8 @@ type Plugin struct {
 	lockHolders lockHolders
 	// dra places pods on DRA nodes (dra.go); nil without them.
 	dra draRoute
+	// gangs binds the members of a gang as one round (gangbind.go).
+	gangs gangBindings
 }
 
 var (

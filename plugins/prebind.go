@@ -29,11 +29,11 @@ import (
 // its pod through the lock, or among the pods bound to its node). The patch
 // applies only to the pod with pod's UID, not to a pod that took its name
 // since. On failure an error is returned and Unreserve rolls the cache
-// back; once the pod holds the lock (the hand-over has begun), Unreserve
-// also marks the assignment failed and releases the lock. A pod that never
-// got the lock keeps its assignment, unbound, as HAMi leaves what its
-// Filter wrote: no device plugin serves an unbound pod, and the next
-// attempt writes its own.
+// back and marks the assignment failed (no device plugin serves an
+// unbound pod, but a scheduler restarted meanwhile would take an
+// assignment still allocating for a hand-over under way, resume.go); once
+// the pod holds the lock (the hand-over has begun), Unreserve also
+// releases the lock. A gang's members bind as one round (gangbind.go).
 func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	s, fit, st := p.chosenFit(ctx, state, pod, nodeName)
@@ -46,25 +46,37 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 		// PreFilter skipped the pod: no lock, no annotation.
 		return nil
 	}
+	s.mu.Lock()
+	s.binding = true
+	s.mu.Unlock()
+	// A gang's members bind as one round (gangbind.go): its preflight
+	// first, and the lock waits end when the round is aborted.
+	ctx, done, st := p.preBindGang(ctx, pod, nodeName, fit.onDRA)
+	defer done()
+	if st != nil {
+		return p.preBindFailure(s, pod, "gang", st.AsError())
+	}
 	if fit.onDRA {
 		return p.writeClaim(ctx, s, pod, nodeName)
 	}
-	patch, err := p.assignmentPatch(pod, nodeName, fit, time.Now())
+	now := time.Now()
+	patch, err := p.assignmentPatch(pod, nodeName, fit, now)
 	if err != nil {
-		preBindFailed("annotation")
-		p.bindingFailed(pod, err)
-		return fwk.AsStatus(err)
+		return p.preBindFailure(s, pod, "annotation", err)
 	}
 	_, err = p.handle.ClientSet().CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.JSONPatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		preBindFailed(patchFailure(err))
-		err = fmt.Errorf("write device assignment to pod: %w", err)
-		p.bindingFailed(pod, err)
-		return fwk.AsStatus(err)
+		return p.preBindFailure(s, pod, patchFailure(err), fmt.Errorf("write device assignment to pod: %w", err))
 	}
+	s.mu.Lock()
+	s.patched = strconv.FormatInt(now.Unix(), 10)
+	s.mu.Unlock()
 	// Vendors with a lock of their own (Cambricon's), see vendorlock.go;
 	// Unreserve releases them.
 	if st := p.takeVendorLocks(ctx, state, pod, nodeName, s.requests); st != nil {
+		s.mu.Lock()
+		s.failure = st.Message()
+		s.mu.Unlock()
 		return st
 	}
 	// One lock for the pod, however many vendors it asks (HAMi's vendors
@@ -72,10 +84,7 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	// sharedLockAsks).
 	if sharedLockAsks(p.registry.Vendors(), s.requests) {
 		if err := p.locker.Lock(ctx, nodeName, pod); err != nil {
-			preBindFailed(lockFailure(err))
-			err = fmt.Errorf("lock node %s: %w", nodeName, err)
-			p.bindingFailed(pod, err)
-			return fwk.AsStatus(err)
+			return p.preBindFailure(s, pod, lockFailure(err), fmt.Errorf("lock node %s: %w", nodeName, err))
 		}
 	}
 	// From here on the node's device plugin may serve the pod once it is
@@ -83,9 +92,24 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	s.mu.Lock()
 	s.handedOver = nodeName
 	s.mu.Unlock()
+	if err := p.stillBinding(pod); err != nil {
+		// The member's round was aborted while it took the lock.
+		return p.preBindFailure(s, pod, "gang", err)
+	}
 	p.handOvers.start(pod.UID, time.Now())
 	logger.V(3).Info("Device assignment written and node locked", "pod", klog.KObj(pod), "node", nodeName)
 	return nil
+}
+
+// preBindFailure counts and records a failed PreBind of the pod and keeps
+// why, for Unreserve.
+func (p *Plugin) preBindFailure(s *cycleState, pod *corev1.Pod, reason string, err error) *fwk.Status {
+	preBindFailed(reason)
+	p.bindingFailed(pod, err)
+	s.mu.Lock()
+	s.failure = err.Error()
+	s.mu.Unlock()
+	return fwk.AsStatus(err)
 }
 
 // sharedLockAsks reports whether a container of the pod, init containers
@@ -132,28 +156,36 @@ func (p *Plugin) servedByLockingPlugin(node *corev1.Node) bool {
 	return false
 }
 
-// undoHandOver runs when binding fails after PreBind: it marks the pod's
-// assignment failed (so no device plugin serves it) and releases the node
-// lock, as HAMi's extender does when its bind fails. The patch applies only
-// while the pod is unbound: a binding whose caller saw an error may still
+// undoHandOver runs when binding fails after PreBind wrote the pod's
+// assignment: it marks the assignment failed (so no device plugin serves
+// it, and no scheduler takes it for a hand-over under way) and, when the
+// pod held the node lock (locked), releases it, as HAMi's extender does
+// when its bind fails. The patch applies only to the assignment PreBind
+// wrote, and only while the pod is unbound: a binding whose caller saw an error may still
 // have been stored (a timeout, a scheduler stopping mid-call), and failing
 // that pod's assignment would make its device plugin refuse it. Such a
 // hand-over stands (true is returned); the lock stays for the device plugin
 // to release.
-func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName string) (stands bool) {
+func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName, bindTime string, locked bool) (stands bool) {
 	logger := klog.FromContext(ctx)
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	err := p.failUnboundAssignment(ctx, pod)
+	err := p.failUnboundAssignment(ctx, pod, nodeName, bindTime)
 	if err != nil && p.boundTo(ctx, pod, nodeName) {
 		logger.Info("Binding reported an error but the pod is bound; its device plugin serves it", "pod", klog.KObj(pod), "node", nodeName)
 		return true
 	}
-	p.handOvers.drop(pod.UID)
-	p.bindingFailed(pod, fmt.Errorf("pod was not bound to node %s; its device assignment is marked %s and the node lock released", nodeName, devices.BindPhaseFailed))
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsInvalid(err):
+		logger.V(2).Info("The pod carries another attempt's assignment now; left as it is", "pod", klog.KObj(pod), "node", nodeName)
+	case err != nil && !apierrors.IsNotFound(err):
 		logger.Error(err, "Marking the assignment of an unbound pod failed", "pod", klog.KObj(pod), "node", nodeName)
 	}
+	if !locked {
+		return false
+	}
+	p.handOvers.drop(pod.UID)
+	p.bindingFailed(pod, fmt.Errorf("pod was not bound to node %s; its device assignment is marked %s and the node lock released", nodeName, devices.BindPhaseFailed))
 	if err := p.locker.Release(ctx, nodeName, pod); err != nil {
 		logger.Error(err, "Releasing the node lock of an unbound pod", "pod", klog.KObj(pod), "node", nodeName)
 	}
@@ -161,11 +193,15 @@ func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName str
 }
 
 // failUnboundAssignment sets bind-phase failed on the pod with pod's UID
-// if it is not bound to any node.
-func (p *Plugin) failUnboundAssignment(ctx context.Context, pod *corev1.Pod) error {
+// if it is not bound to any node and still carries the assignment this
+// PreBind wrote (for nodeName, at bindTime), not one another replica wrote
+// since for the pod's next attempt.
+func (p *Plugin) failUnboundAssignment(ctx context.Context, pod *corev1.Pod, nodeName, bindTime string) error {
 	ops := []jsonPatchOp{
 		{Op: "test", Path: "/metadata/uid", Value: pod.UID},
 		{Op: "test", Path: "/spec/nodeName", Value: nil},
+		{Op: "test", Path: "/metadata/annotations/" + jsonPointerEscaper.Replace(devices.AssignedNode), Value: nodeName},
+		{Op: "test", Path: "/metadata/annotations/" + jsonPointerEscaper.Replace(devices.BindTime), Value: bindTime},
 	}
 	// PreBind wrote annotations, so the map exists.
 	ops = appendMapOps(ops, "/metadata/annotations", true, map[string]string{devices.BindPhase: devices.BindPhaseFailed})

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	configv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/plugins/nodelock"
 )
 
 // TestPreBindWritesTheProtocolAnnotations checks the example of the
@@ -103,14 +105,13 @@ func TestPreBindGivesUpOnABusyNode(t *testing.T) {
 		t.Fatalf("PreBind status = %v, want busy", st)
 	}
 	// The framework calls Unreserve after a failed PreBind. The pod never
-	// held the lock: its assignment stays on the unbound pod (HAMi leaves
-	// what its Filter wrote; no device plugin serves an unbound pod), not
-	// marked failed, since another replica may already own the pod's next
-	// attempt; the holder keeps its lock.
+	// held the lock: its assignment is marked failed, so that no scheduler
+	// restarted meanwhile takes it for a hand-over under way (resume.go);
+	// the holder keeps its lock.
 	h.plugin.Unreserve(h.ctx, state, pod, "n1")
 	got, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
-	if phase := got.Annotations[devices.BindPhase]; phase != devices.BindPhaseAllocating || got.Spec.NodeName != "" {
-		t.Errorf("bind phase %q, node %q after the lock was not had; want the assignment left, unbound", phase, got.Spec.NodeName)
+	if phase := got.Annotations[devices.BindPhase]; phase != devices.BindPhaseFailed || got.Spec.NodeName != "" {
+		t.Errorf("bind phase %q, node %q after the lock was not had; want the assignment marked failed, unbound", phase, got.Spec.NodeName)
 	}
 	n, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
 	if lock := n.Annotations[devices.NodeLock]; !strings.HasSuffix(lock, ",default,holder") {
@@ -299,6 +300,35 @@ func TestUnreserveDoesNotFailANamesake(t *testing.T) {
 	node, _ := h.client.CoreV1().Nodes().Get(h.ctx, "n1", metav1.GetOptions{})
 	if lock, held := node.Annotations[devices.NodeLock]; held {
 		t.Errorf("node lock %q, taken for the unbound pod, still held", lock)
+	}
+}
+
+// A PreBind that failed before the lock marks only its own assignment
+// failed: one another replica wrote since, for the pod's next attempt, is
+// left to that attempt.
+func TestUnreserveLeavesAnotherAttemptsAssignment(t *testing.T) {
+	holder := gpuPod("holder", gpu(1, 1000, 0))
+	pod := gpuPod("p", gpu(1, 1000, 0))
+	node := eightCardNode("n1")
+	node.Annotations[devices.NodeLock] = nodelock.Value(time.Now(), holder)
+	h := newHarness(t, &configv1.HAMiArgs{NodeLockWait: &metav1.Duration{Duration: 50 * time.Millisecond}}, node, eightCardNode("n2"), holder, pod)
+	state := h.schedule(pod, "n1")
+	if st := h.plugin.PreBind(h.ctx, state, pod, "n1"); st.IsSuccess() {
+		t.Fatal("PreBind on a busy node succeeded")
+	}
+	next, err := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next.Annotations[devices.AssignedNode] = "n2"
+	next.Annotations[devices.BindTime] = strconv.FormatInt(time.Now().Add(time.Minute).Unix(), 10)
+	if _, err := h.client.CoreV1().Pods("default").Update(h.ctx, next, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.plugin.Unreserve(h.ctx, state, pod, "n1")
+	got, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
+	if phase := got.Annotations[devices.BindPhase]; phase != devices.BindPhaseAllocating {
+		t.Errorf("bind-phase of the next attempt's assignment = %q, want it untouched (%q)", phase, devices.BindPhaseAllocating)
 	}
 }
 

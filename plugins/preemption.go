@@ -34,6 +34,10 @@ func (p *Plugin) RemovePod(ctx context.Context, state fwk.CycleState, podToSched
 	}
 	s.mu.Unlock()
 	held, ok := p.cache.Holding(pod.UID)
+	if !ok && s.dra != nil {
+		// A pod placed on a DRA node holds its cards by claims.
+		held, ok = s.dra.holding(pod, nodeName)
+	}
 	if !ok || held.Node != nodeName {
 		return nil
 	}

@@ -33,6 +33,9 @@ type nodeQueues struct {
 	mu     sync.Mutex
 	queued map[types.UID]queuedPod
 	nodes  map[string]*nodeQueue
+	// perPod is the hand-over time per pod measured on every node, as
+	// each node's is (0: none yet).
+	perPod time.Duration
 }
 
 type queuedPod struct {
@@ -101,10 +104,28 @@ func (q *nodeQueues) served(uid types.UID, now time.Time) {
 	if previous.IsZero() || !qp.since.Before(previous) || now.Before(previous) {
 		return
 	}
-	if nq.perPod <= 0 {
-		nq.perPod = DefaultHandOverTime
+	nq.perPod = averaged(nq.perPod, now.Sub(previous))
+	q.perPod = averaged(q.perPod, now.Sub(previous))
+}
+
+// averaged adds a measurement to a mean of hand-over times (0: none yet,
+// DefaultHandOverTime).
+func averaged(mean, measured time.Duration) time.Duration {
+	if mean <= 0 {
+		mean = DefaultHandOverTime
 	}
-	nq.perPod += time.Duration(handOverWeight * float64(now.Sub(previous)-nq.perPod))
+	return mean + time.Duration(handOverWeight*float64(measured-mean))
+}
+
+// clusterPerPod is the hand-over time per pod measured on all nodes
+// (DefaultHandOverTime until measured).
+func (q *nodeQueues) clusterPerPod() time.Duration {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.perPod <= 0 {
+		return DefaultHandOverTime
+	}
+	return q.perPod
 }
 
 // len is the node's queue length.

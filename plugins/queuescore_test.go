@@ -1,7 +1,6 @@
 package plugins
 
 import (
-	"math"
 	"slices"
 	"testing"
 	"time"
@@ -71,9 +70,10 @@ func TestNodeQueueLimit(t *testing.T) {
 		{name: "limit 1, busy node's queue full", limit: ptr.To[int32](1), wait: noWait, wantBusyFirst: false},
 		{name: "limit 1, resident served", limit: ptr.To[int32](1), wait: noWait, served: true, wantBusyFirst: true},
 		{name: "limit 2, one queued", limit: ptr.To[int32](2), wait: noWait, wantBusyFirst: true},
-		{name: "wait 1s, one queued: 1.6 s of work queued", wait: &metav1.Duration{Duration: time.Second}, wantBusyFirst: false},
+		{name: "wait 0.5s, one queued: 0.8 s of its work left", wait: &metav1.Duration{Duration: 500 * time.Millisecond}, wantBusyFirst: false},
+		{name: "wait 1s, one queued: 0.8 s of its work left", wait: &metav1.Duration{Duration: time.Second}, wantBusyFirst: true},
 		{name: "wait 2s, one queued", wait: &metav1.Duration{Duration: 2 * time.Second}, wantBusyFirst: true},
-		{name: "wait 1s, resident served", wait: &metav1.Duration{Duration: time.Second}, served: true, wantBusyFirst: true},
+		{name: "wait 0.5s, resident served", wait: &metav1.Duration{Duration: 500 * time.Millisecond}, served: true, wantBusyFirst: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,8 +107,9 @@ func busyFirst(t *testing.T, h *harness, pod *corev1.Pod) bool {
 	return scores[0].Score > scores[1].Score
 }
 
-// TestNodeQueueWaitBurst: with nodeQueueWait 1s, one pod queued on the busy
-// node (1.6 s of work) sends the next pod to the idle node, unless pods
+// TestNodeQueueWaitBurst: with nodeQueueWait 0.5s, one pod queued on the
+// busy node (0.8 s of its work left on average) sends the next pod to the
+// idle node, unless pods
 // wait for the scheduler behind it (a backlog): then the busy node's queue
 // may grow up to nodeQueueLimit pods, as many as wait. Pods of another
 // scheduler, bound ones and ones found unschedulable do not count.
@@ -129,11 +130,11 @@ func TestNodeQueueWaitBurst(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, &configv1.HAMiArgs{NodeQueueLimit: tt.limit, NodeQueueWait: &metav1.Duration{Duration: time.Second}},
+			h := newHarness(t, &configv1.HAMiArgs{NodeQueueLimit: tt.limit, NodeQueueWait: &metav1.Duration{Duration: 500 * time.Millisecond}},
 				eightCardNode("busy"), eightCardNode("idle"))
 			h.schedule(gpuPod("resident", gpu(4, 30000, 50)), "busy")
 			for _, p := range tt.waiting {
-				h.plugin.waiting.set(p)
+				h.plugin.waiting.set(p, time.Now())
 			}
 			pod := gpuPod("new", gpu(1, 1000, 10))
 			pod.Spec.SchedulerName = "hami-scheduler"
@@ -157,24 +158,30 @@ func waitingFor(scheduler string, n int, conditions []corev1.PodCondition, node 
 func TestQueueLimit(t *testing.T) {
 	tests := []struct {
 		name   string
-		wait   time.Duration
-		count  int32
+		bounds queueBounds
 		perPod time.Duration
 		burst  float64
 		want   float64
 	}{
-		{name: "count alone", count: 20, perPod: time.Second, burst: 100, want: 20},
+		{name: "count alone", bounds: queueBounds{count: 20}, perPod: time.Second, burst: 100, want: 20},
 		{name: "no limit", want: 0},
-		{name: "wait over the default time per pod", wait: 6 * time.Second, count: 20, want: 3.75},
-		{name: "wait over a measured time per pod", wait: 6 * time.Second, count: 20, perPod: 500 * time.Millisecond, want: 12},
-		{name: "a few waiting: the wait rules", wait: 6 * time.Second, count: 20, perPod: 2 * time.Second, burst: 2, want: 3},
-		{name: "a backlog: up to the count", wait: 6 * time.Second, count: 20, perPod: 2 * time.Second, burst: 12, want: 12},
-		{name: "a large backlog: the count", wait: 6 * time.Second, count: 20, perPod: 2 * time.Second, burst: 500, want: 20},
-		{name: "wait alone", wait: 6 * time.Second, perPod: 2 * time.Second, burst: 500, want: 3},
+		{name: "count alone ignores the burst bound", bounds: queueBounds{count: 20, burstWait: 2 * time.Second}, burst: 100, want: 20},
+		{name: "wait over the default time per pod, and the pod served", bounds: queueBounds{wait: 6 * time.Second}, want: 4.25},
+		{name: "wait over a measured time per pod", bounds: queueBounds{wait: 6 * time.Second}, perPod: 500 * time.Millisecond, want: 12.5},
+		{name: "a slow node serving one pod still takes the next", bounds: queueBounds{wait: 2 * time.Second}, perPod: 3200 * time.Millisecond, want: 1.125},
+		{name: "a few waiting: the wait rules", bounds: queueBounds{wait: 6 * time.Second}, perPod: 2 * time.Second, burst: 2, want: 3.5},
+		{name: "a burst: its size, whatever it is", bounds: queueBounds{wait: 6 * time.Second}, perPod: 2 * time.Second, burst: 500, want: 500},
+		{name: "a burst capped by the count", bounds: queueBounds{wait: 6 * time.Second, count: 20}, perPod: 2 * time.Second, burst: 500, want: 20},
+		{name: "a burst below the count", bounds: queueBounds{wait: 6 * time.Second, count: 20}, perPod: 2 * time.Second, burst: 12, want: 12},
+		{name: "a burst bounded in time", bounds: queueBounds{wait: 2 * time.Second, burstWait: 10 * time.Second}, perPod: 2 * time.Second, burst: 500, want: 5},
+		{name: "burst bound over the default time per pod", bounds: queueBounds{wait: 2 * time.Second, burstWait: 8 * time.Second}, burst: 500, want: 5},
+		{name: "a burst smaller than its time bound", bounds: queueBounds{wait: 2 * time.Second, burstWait: 10 * time.Second}, perPod: 2 * time.Second, burst: 3, want: 3},
+		{name: "burst bound below the wait: the wait", bounds: queueBounds{wait: 6 * time.Second, burstWait: 2 * time.Second}, perPod: 2 * time.Second, burst: 500, want: 3.5},
+		{name: "time and count bounds: the smaller", bounds: queueBounds{wait: 2 * time.Second, burstWait: 20 * time.Second, count: 4}, perPod: 2 * time.Second, burst: 500, want: 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := queueLimit(tt.wait, tt.count, tt.perPod, tt.burst); got != tt.want {
+			if got := queueLimit(tt.bounds, tt.perPod, tt.burst); got != tt.want {
 				t.Errorf("queueLimit = %v, want %v", got, tt.want)
 			}
 		})
@@ -215,25 +222,25 @@ func TestWaitingPods(t *testing.T) {
 	var w waitingPods
 	pods := waitingFor("s", 3, nil, "")
 	for _, p := range pods {
-		w.set(p)
-		w.set(p) // an update
+		w.set(p, time.Now())
+		w.set(p, time.Now()) // an update
 	}
 	if got := w.count("s"); got != 3 {
 		t.Fatalf("%d waiting, want 3", got)
 	}
-	w.reserve(pods[0].UID, true)
-	w.reserve(pods[0].UID, true)
+	w.reserve(pods[0].UID, true, time.Now())
+	w.reserve(pods[0].UID, true, time.Now())
 	if got := w.count("s"); got != 2 {
 		t.Errorf("one reserved: %d waiting, want 2", got)
 	}
-	w.reserve(pods[0].UID, false)
+	w.reserve(pods[0].UID, false, time.Now())
 	if got := w.count("s"); got != 3 {
 		t.Errorf("unreserved: %d waiting, want 3", got)
 	}
-	w.reserve(pods[0].UID, true)
+	w.reserve(pods[0].UID, true, time.Now())
 	bound := pods[0].DeepCopy()
 	bound.Spec.NodeName = "n"
-	w.set(bound)
+	w.set(bound, time.Now())
 	w.remove(pods[1].UID)
 	if got := w.count("s"); got != 1 {
 		t.Errorf("one bound, one deleted: %d waiting, want 1", got)
@@ -267,17 +274,17 @@ func TestNodeQueuesCountEachPodOnce(t *testing.T) {
 func TestWaitingPodReservedBeforeSeen(t *testing.T) {
 	var w waitingPods
 	p := waitingFor("s", 1, nil, "")[0]
-	w.reserve(p.UID, true)
-	w.set(p)
+	w.reserve(p.UID, true, time.Now())
+	w.set(p, time.Now())
 	if got := w.count("s"); got != 0 {
 		t.Errorf("%d waiting, want 0", got)
 	}
-	w.reserve(p.UID, false)
+	w.reserve(p.UID, false, time.Now())
 	if got := w.count("s"); got != 1 {
 		t.Errorf("unreserved: %d waiting, want 1", got)
 	}
 	w.remove(p.UID)
-	w.reserve("never-seen", false)
+	w.reserve("never-seen", false, time.Now())
 	if got := w.count("s"); got != 0 || len(w.pods) != 0 {
 		t.Errorf("after removal: %d waiting, %v", got, w.pods)
 	}
@@ -287,35 +294,36 @@ func TestWaitingBehindLeavesThePodOut(t *testing.T) {
 	var w waitingPods
 	pods := waitingFor("s", 3, nil, "")
 	for _, p := range pods {
-		w.set(p)
+		w.set(p, time.Now())
 	}
-	if got := w.behind(pods[0]); got != 2 {
+	if got := w.arrivals(pods[0], time.Now()).behind; got != 2 {
 		t.Errorf("behind %d, want 2", got)
 	}
 	other := gpuPod("other", gpu(1, 1000, 10))
 	other.Spec.SchedulerName = "s"
-	if got := w.behind(other); got != 3 {
+	if got := w.arrivals(other, time.Now()).behind; got != 3 {
 		t.Errorf("a pod not followed: behind %d, want 3", got)
 	}
 }
 
 // TestNodeQueueWaitStream: pods placed one after the other while no other
 // pod waits and no device plugin serves: with nodeQueueWait 6s (3.75 pods
-// of 1.6 s), binpack queues 4 on the fullest node, then moves on to the
-// next one; a backlog waiting behind them packs 20 per node.
+// of 1.6 s, and the one served), binpack queues 5 on the fullest node, then
+// moves on to the next one; a backlog waiting behind them packs them onto
+// one node.
 func TestNodeQueueWaitStream(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		waiting int
 		want    []int
 	}{
-		{name: "steady stream", want: []int{4, 4, 4}},
+		{name: "steady stream", want: []int{2, 5, 5}},
 		{name: "backlog", waiting: 100, want: []int{12}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, &configv1.HAMiArgs{NodeQueueWait: &metav1.Duration{Duration: 6 * time.Second}}, eightCardNode("a"), eightCardNode("b"), eightCardNode("c"))
 			for _, p := range waitingFor("hami-scheduler", tt.waiting, nil, "") {
-				h.plugin.waiting.set(p)
+				h.plugin.waiting.set(p, time.Now())
 			}
 			placed := map[string]int{}
 			for i := range 12 {
@@ -352,32 +360,5 @@ func TestNodeQueueWaitStream(t *testing.T) {
 				t.Errorf("pods per node %v (%v), want %v", got, placed, tt.want)
 			}
 		})
-	}
-}
-
-// TestBurstAllowanceDecays: a backlog's allowance is the pods waiting,
-// capped at the count limit, and once fewer wait it falls by one pod per
-// DefaultHandOverTime; schedulers are apart.
-func TestBurstAllowanceDecays(t *testing.T) {
-	var b burstMemory
-	t0 := time.Unix(1000, 0)
-	steps := []struct {
-		scheduler string
-		waiting   int
-		at        time.Duration
-		want      float64
-	}{
-		{"s", 0, 0, 0},
-		{"s", 500, time.Second, 20},
-		{"s", 3, time.Second + 8*DefaultHandOverTime, 12},
-		{"other", 0, time.Second + 8*DefaultHandOverTime, 0},
-		{"s", 15, time.Second + 8*DefaultHandOverTime, 15},
-		{"s", 0, time.Second + 28*DefaultHandOverTime, 0},
-	}
-	for i, st := range steps {
-		got := b.allowance(st.scheduler, st.waiting, 20, t0.Add(st.at))
-		if math.Abs(got-st.want) > 1e-9 {
-			t.Errorf("step %d: allowance %v, want %v", i, got, st.want)
-		}
 	}
 }

@@ -2,6 +2,7 @@ package plugins
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +29,10 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
-	p.waiting.reserve(pod.UID, true)
+	p.waiting.reserve(pod.UID, true, time.Now())
+	if gang := gangOf(pod); gang != "" {
+		p.gangs.reserve(gang, pod, nodeName, false)
+	}
 	if sharedLockAsks(p.registry.Vendors(), s.requests) {
 		p.queues.add(pod.UID, nodeName, time.Now())
 	}
@@ -38,9 +42,10 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 }
 
 // Unreserve forgets the assumed cards when the pod does not get bound and,
-// when PreBind already handed the pod to the node, marks that assignment
-// failed and releases the node lock; vendor locks PreBind took (Cambricon's)
-// are released either way. A binding that reported an error but reached the
+// when PreBind already wrote the pod's assignment, marks it failed and
+// releases the node lock PreBind took; vendor locks PreBind took
+// (Cambricon's) are released either way. A gang member given back from
+// its binding cycle aborts its round (gangbind.go). A binding that reported an error but reached the
 // API server (a timeout, a scheduler stopping mid-call) is left as it is:
 // the pod is bound and its device plugin will serve it. Unreserve is
 // idempotent and harmless for pods this plugin did not reserve, and does
@@ -51,20 +56,25 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 		return
 	}
 	s.mu.Lock()
-	handedOver := s.handedOver
-	s.handedOver = ""
+	handedOver, patched, binding, failure := s.handedOver, s.patched, s.binding, s.failure
+	s.handedOver, s.patched, s.binding, s.failure = "", "", false, ""
 	s.mu.Unlock()
-	if handedOver != "" && p.undoHandOver(ctx, pod, handedOver) {
+	logger := klog.FromContext(ctx)
+	if patched != "" && p.undoHandOver(ctx, pod, nodeName, patched, handedOver != "") {
+		p.leaveGang(logger, pod, true, false, "")
 		return
 	}
+	if failure == "" {
+		failure = "the binding failed"
+	}
+	p.leaveGang(logger, pod, false, binding, fmt.Sprintf("member %s was not bound to node %s: %s", klog.KObj(pod), nodeName, failure))
 	if p.releaseClaim(ctx, s, pod) {
 		return
 	}
 	released := p.cache.Forget(pod)
 	p.queues.remove(pod.UID)
-	p.waiting.reserve(pod.UID, false)
+	p.waiting.reserve(pod.UID, false, time.Now())
 	p.releaseVendorLocks(ctx, state, pod)
-	logger := klog.FromContext(ctx)
 	logger.V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 	if released && !fwk.IsPodGroupCycle(state) {
 		// Cards a pod held while it waited (at Permit, for the rest of its

@@ -23,7 +23,9 @@ import (
 // as reserved (assumed) on the node they were handed to until this
 // process places the pod itself (Reserve), the pod is bound or deleted, or
 // the hand-over is as old as nodeLockExpiry (its bind-time), as a node lock
-// would be.
+// would be. A hand-over to a node that no longer exists is not resumed,
+// and one whose node is deleted, or whose pod's next attempt fails, gives
+// its cards back at once (releaseReservationsOn, releaseResumedHold).
 type resumedHandOvers struct {
 	mu sync.Mutex
 	// timers forget each resumed pod's cards at its expiry.
@@ -58,6 +60,34 @@ func (r *resumedHandOvers) forget(uid types.UID) {
 	}
 }
 
+// release stops keeping a resumed hand-over's cards and reports whether
+// the pod had one; the pod is not resumed again (its attempt failed, or
+// its node is gone: it is placed again from scratch).
+func (r *resumedHandOvers) release(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.timers[uid]
+	if !ok {
+		return false
+	}
+	t.Stop()
+	delete(r.timers, uid)
+	if r.handled == nil {
+		r.handled = map[types.UID]struct{}{}
+	}
+	r.handled[uid] = struct{}{}
+	return true
+}
+
+// isResumed reports whether the pod's cards are held as a resumed
+// hand-over.
+func (r *resumedHandOvers) isResumed(uid types.UID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.timers[uid]
+	return ok
+}
+
 // resumable reports whether the pod is a gang member in a hand-over this
 // process did not begin, and until when it would be kept.
 func (r *resumedHandOvers) resumable(pod *corev1.Pod, expiry time.Duration, now time.Time) (node string, until time.Time, ok bool) {
@@ -87,12 +117,21 @@ func (r *resumedHandOvers) resumable(pod *corev1.Pod, expiry time.Duration, now 
 	return node, until, true
 }
 
+// nodeMayExist reports whether the node informer has the node, or has not
+// listed every node yet.
+func (p *Plugin) nodeMayExist(name string) bool {
+	if _, err := p.nodes.Get(name); err == nil {
+		return true
+	}
+	return !p.handle.SharedInformerFactory().Core().V1().Nodes().Informer().HasSynced()
+}
+
 // resumeHandOver keeps the cards of a gang member whose hand-over another
 // process began (see resumedHandOvers).
 func (p *Plugin) resumeHandOver(logger klog.Logger, pod *corev1.Pod) {
 	now := time.Now()
 	node, until, ok := p.resumed.resumable(pod, p.args.NodeLockExpiry.Duration, now)
-	if !ok || !p.cache.ResumeHandOver(pod, node) {
+	if !ok || !p.nodeMayExist(node) || !p.cache.ResumeHandOver(pod, node) {
 		return
 	}
 	uid := pod.UID
@@ -103,6 +142,16 @@ func (p *Plugin) resumeHandOver(logger klog.Logger, pod *corev1.Pod) {
 	p.resumed.timers[uid] = time.AfterFunc(until.Sub(now), func() { p.expireHandOver(logger, pod) })
 	p.resumed.mu.Unlock()
 	logger.V(2).Info("Keeping the cards of a gang member whose hand-over another scheduler began", "pod", klog.KObj(pod), "node", node, "until", until)
+}
+
+// releaseResumedHold gives back the cards kept for a resumed hand-over
+// once the pod's attempt to be placed again failed: they are not waited
+// out to the hand-over's expiry while the pod (and its gang) cannot run.
+func (p *Plugin) releaseResumedHold(logger klog.Logger, pod *corev1.Pod) {
+	if p.resumed.release(pod.UID) && p.cache.Forget(pod) {
+		logger.V(2).Info("A gang member's resumed hand-over could not be placed again; its cards are free", "pod", klog.KObj(pod))
+		p.retryRejected(logger, "a resumed hand-over's cards were given back")
+	}
 }
 
 // expireHandOver forgets a resumed hand-over's cards at its expiry, unless

@@ -15,12 +15,13 @@ var _ fwk.SignPlugin = &Plugin{}
 // reuse one pod's filtering and scoring for the next pod with the same
 // signature: a pod that asks for no managed device signs with nothing of
 // this plugin's, a device pod with everything its fit and score read
-// (podSignature); a pod whose requests do not parse is not signed, which
-// keeps it out of any batch.
+// (podSignature); a pod whose requests do not parse, or for which the
+// plugin keeps state by UID that a signature cannot carry (signable), is
+// not signed, which keeps it out of any batch.
 func (p *Plugin) SignPod(_ context.Context, pod *corev1.Pod) ([]fwk.SignFragment, *fwk.Status) {
 	sig, ok := p.podSignature(pod)
 	if !ok {
-		return nil, fwk.NewStatus(fwk.Unschedulable, "device requests do not parse")
+		return nil, fwk.NewStatus(fwk.Unschedulable, "device requests do not parse, or the pod holds or is owed something of its own")
 	}
 	if sig == nil {
 		return nil, nil

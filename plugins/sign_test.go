@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -206,6 +207,14 @@ var mutations = []mutation{
 		p.Annotations["batch.kubernetes.io/job-completion-index"] = fmt.Sprint(rng.IntN(100))
 		p.Annotations["kubectl.kubernetes.io/restartedAt"] = "2026-12-05T05:00:00Z"
 	}},
+	{"a training replica's annotations", true, func(rng *rand.Rand, p *corev1.Pod) {
+		p.Annotations["training.kubeflow.org/replica-index"] = fmt.Sprint(rng.IntN(100))
+		p.Annotations["training.kubeflow.org/replica-type"] = "worker"
+		p.Annotations["example.com/owner-note"] = fmt.Sprint(rng.IntN(100))
+	}},
+	{"marked unschedulable by its last attempt", false, func(_ *rand.Rand, p *corev1.Pod) {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+	}},
 }
 
 func clonePod(p *corev1.Pod) *corev1.Pod {
@@ -287,18 +296,38 @@ func TestSignPod(t *testing.T) {
 	}
 }
 
-func TestAnnotationSigned(t *testing.T) {
-	for key, want := range map[string]bool{
-		"nvidia.com/use-gputype":                    true,
-		"hami.io/node-scheduler-policy":             true,
-		"no-prefix":                                 true,
-		"kubectl.kubernetes.io/last-applied-config": false,
-		"batch.kubernetes.io/job-completion-index":  false,
-		"kubernetes.io/psp":                         false,
-		"notkubernetes.io/x":                        true,
+// TestSignPodUIDState: what the plugin keeps by a pod's UID and a
+// signature cannot carry keeps the pod unsigned (a hold of its own, a
+// full pass owed, a hand-over under way that may be resumed); whether it
+// counts among the waiting pods is signed.
+func TestSignPodUIDState(t *testing.T) {
+	h := signatureCluster(t)
+	gangMember := func(name string) *corev1.Pod {
+		p := gpuPod(name, gpu(1, 8000, 0))
+		p.Labels = map[string]string{podGroupLabel: "g"}
+		return p
+	}
+	resumed := handedOverTo(gangMember("resumed"), "big", "big-0", 0)
+	h.plugin.onPodSet(klog.Background(), resumed)
+	if _, held := h.plugin.Cache().Holding(resumed.UID); !held {
+		t.Fatal("the resumed hand-over holds no cards")
+	}
+	owed := gpuPod("owed", gpu(1, 8000, 0))
+	h.plugin.fullPass.add(owed.UID)
+	handedOver := handedOverTo(gangMember("handed-over"), "big", "big-0", 0)
+	plain := gpuPod("plain", gpu(1, 8000, 0))
+	for _, tt := range []struct {
+		name   string
+		pod    *corev1.Pod
+		signed bool
+	}{
+		{"a pod with no state of its own", plain, true},
+		{"a resumed hand-over's hold", resumed, false},
+		{"a full pass owed", owed, false},
+		{"a hand-over under way, not resumed yet", handedOver, false},
 	} {
-		if got := annotationSigned(key); got != want {
-			t.Errorf("annotationSigned(%q) = %v, want %v", key, got, want)
+		if got := signature(t, h, tt.pod) != ""; got != tt.signed {
+			t.Errorf("%s: signed %t, want %t", tt.name, got, tt.signed)
 		}
 	}
 }

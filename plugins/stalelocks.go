@@ -29,6 +29,8 @@ type lockHolders struct {
 	byHolder map[string]map[string]string // holder -> node -> value
 	// byNode maps a node to its lock's holder.
 	byNode map[string]string
+	// releasing counts the releases under way (in the background).
+	releasing sync.WaitGroup
 }
 
 // set records the node's lock (value "" for none) and returns its holder.
@@ -110,7 +112,7 @@ func (p *Plugin) releaseLocksOf(logger klog.Logger, pod *corev1.Pod, deleted boo
 // releaseStaleLock deletes the node's lock if it still reads value, in
 // the background: event handlers must not wait for the API server.
 func (p *Plugin) releaseStaleLock(logger klog.Logger, node, value, why string) {
-	go func() {
+	p.lockHolders.releasing.Go(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), staleLockTimeout)
 		defer cancel()
 		released, err := p.locker.ReleaseStale(ctx, node, value)
@@ -120,5 +122,5 @@ func (p *Plugin) releaseStaleLock(logger klog.Logger, node, value, why string) {
 		case released:
 			logger.Info("Released a stale node lock", "node", node, "lock", value, "reason", why)
 		}
-	}()
+	})
 }

@@ -42,6 +42,12 @@ type cycleState struct {
 	// handedOver is the node PreBind locked and wrote the assignment for;
 	// Unreserve then has API state to undo.
 	handedOver string
+	// binding is set once PreBind began (the pod is past Permit): an
+	// Unreserve then gives back from a binding cycle. patched is the
+	// hami.io/bind-time of the assignment PreBind wrote, "" before; failure
+	// says why PreBind failed.
+	binding          bool
+	patched, failure string
 	// rejections are the nodes Filter turned away this cycle and why, for
 	// HAMi's FilteringSucceed and FilteringFailed events. Clones share it:
 	// the framework may filter on a clone (nominated pods added).

@@ -122,11 +122,11 @@ func TestPreBindTakesCambriconLock(t *testing.T) {
 					t.Error("hami.io/mutex.lock taken by a failed PreBind")
 				}
 				// The assignment is written before the locks and, the
-				// hand-over not begun, left on the unbound pod.
+				// hand-over not begun, marked failed on the unbound pod.
 				h.plugin.Unreserve(h.ctx, state, tt.pod, "n1")
 				pod, _ = h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})
-				if phase := pod.Annotations[devices.BindPhase]; phase != devices.BindPhaseAllocating || pod.Spec.NodeName != "" {
-					t.Errorf("bind phase %q, node %q after a failed PreBind and Unreserve; want the assignment left, unbound", phase, pod.Spec.NodeName)
+				if phase := pod.Annotations[devices.BindPhase]; phase != devices.BindPhaseFailed || pod.Spec.NodeName != "" {
+					t.Errorf("bind phase %q, node %q after a failed PreBind and Unreserve; want the assignment marked failed, unbound", phase, pod.Spec.NodeName)
 				}
 				return
 			}

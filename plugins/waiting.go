@@ -1,7 +1,9 @@
 package plugins
 
 import (
+	"math"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -10,12 +12,50 @@ import (
 // waitingPods counts, per scheduler name, the pods still waiting to be
 // placed: not bound, not being deleted, not last found unschedulable, and
 // not reserved on a node yet. A backlog is many such pods; a steady stream
-// that the scheduler keeps up with is a few. nodeQueueWait lets a node's
-// queue grow towards nodeQueueLimit by this count (queuelimit.go).
+// that the scheduler keeps up with is a few. It also numbers the pods in
+// the order the informer first showed them, so that a burst knows its own
+// pods from those that came after it, and measures the rate at which the
+// pods it placed had arrived: the stream the pods waiting now come on top
+// of (queuelimit.go).
 type waitingPods struct {
 	mu      sync.Mutex
 	pods    map[types.UID]waitingPod
 	waiting map[string]int
+	// lastSeq is the number given to the pod seen last.
+	lastSeq uint64
+	// rates are the arrival rates per scheduler.
+	rates map[string]arrivalRate
+}
+
+// arrivalWindow is the time constant of the arrival rate: a pod counts for
+// it, once placed, with a weight that falls by e every arrivalWindow from
+// its arrival. A steady stream's rate is measured within a few windows; a
+// burst adds nothing to it until its pods are placed, and then its pods
+// over one window.
+const arrivalWindow = 10 * time.Second
+
+// arrivalRate is a scheduler's placed pods by their arrival, each counted
+// with a weight that decays by arrivalWindow (count, as of at).
+type arrivalRate struct {
+	count float64
+	at    time.Time
+}
+
+func (a arrivalRate) decayed(now time.Time) float64 {
+	if a.at.IsZero() {
+		return 0
+	}
+	return a.count * math.Exp(-max(now.Sub(a.at), 0).Seconds()/arrivalWindow.Seconds())
+}
+
+// perSecond is the arrival rate at now, pods per second.
+func (a arrivalRate) perSecond(now time.Time) float64 {
+	return a.decayed(now) / arrivalWindow.Seconds()
+}
+
+// add counts a pod that arrived at arrived.
+func (a arrivalRate) add(arrived, now time.Time) arrivalRate {
+	return arrivalRate{count: a.decayed(now) + arrivalRate{count: 1, at: arrived}.decayed(now), at: now}
 }
 
 type waitingPod struct {
@@ -24,12 +64,19 @@ type waitingPod struct {
 	// scheduler's queue and this plugin's handler hear of a pod apart).
 	seen     bool
 	reserved bool
+	// seq numbers the pod in the order pods were first seen (from 1),
+	// at seenAt.
+	seq    uint64
+	seenAt time.Time
+	// placed: the pod counted for its scheduler's arrival rate (on its
+	// first Reserve).
+	placed bool
 }
 
 func (wp waitingPod) counts() bool { return wp.seen && !wp.reserved }
 
-// set follows a pod from the informer.
-func (w *waitingPods) set(pod *corev1.Pod) {
+// set follows a pod from the informer; now is when it shows it.
+func (w *waitingPods) set(pod *corev1.Pod, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if !waitsForScheduler(pod) {
@@ -41,7 +88,8 @@ func (w *waitingPods) set(pod *corev1.Pod) {
 	if wp.seen {
 		return
 	}
-	wp.scheduler, wp.seen = pod.Spec.SchedulerName, true
+	w.lastSeq++
+	wp.scheduler, wp.seen, wp.seq, wp.seenAt = pod.Spec.SchedulerName, true, w.lastSeq, now
 	w.pods[pod.UID] = wp
 	if wp.counts() {
 		w.waiting[wp.scheduler]++
@@ -50,7 +98,7 @@ func (w *waitingPods) set(pod *corev1.Pod) {
 
 func (w *waitingPods) init() {
 	if w.pods == nil {
-		w.pods, w.waiting = map[types.UID]waitingPod{}, map[string]int{}
+		w.pods, w.waiting, w.rates = map[types.UID]waitingPod{}, map[string]int{}, map[string]arrivalRate{}
 	}
 }
 
@@ -80,10 +128,11 @@ func (w *waitingPods) decrementLocked(scheduler string) {
 	w.waiting[scheduler]--
 }
 
-// reserve marks the pod placed on a node (Reserve) or, with false, waiting
-// again (Unreserve). A pod reserved before the informer showed it is
-// remembered as reserved.
-func (w *waitingPods) reserve(uid types.UID, reserved bool) {
+// reserve marks the pod placed on a node (Reserve) at now or, with false,
+// waiting again (Unreserve). A pod reserved before the informer showed it
+// is remembered as reserved. A pod counts for its scheduler's arrival rate
+// when first reserved, at the time it arrived.
+func (w *waitingPods) reserve(uid types.UID, reserved bool, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.init()
@@ -93,6 +142,10 @@ func (w *waitingPods) reserve(uid types.UID, reserved bool) {
 	}
 	before := wp.counts()
 	wp.reserved = reserved
+	if reserved && wp.seen && !wp.placed {
+		wp.placed = true
+		w.rates[wp.scheduler] = w.rates[wp.scheduler].add(wp.seenAt, now)
+	}
 	w.pods[uid] = wp
 	switch after := wp.counts(); {
 	case before && !after:
@@ -102,16 +155,27 @@ func (w *waitingPods) reserve(uid types.UID, reserved bool) {
 	}
 }
 
-// behind is how many pods wait for the pod's scheduler, the pod itself
-// (being scheduled) left out.
-func (w *waitingPods) behind(pod *corev1.Pod) int {
+// arrivals is what a burst reads, at now, of the pods of the pod's
+// scheduler.
+func (w *waitingPods) arrivals(pod *corev1.Pod, now time.Time) arrivals {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	n := w.waiting[pod.Spec.SchedulerName]
-	if wp, ok := w.pods[pod.UID]; ok && wp.counts() {
-		n--
+	behind := w.waiting[pod.Spec.SchedulerName]
+	wp, ok := w.pods[pod.UID]
+	if ok && wp.counts() {
+		behind--
 	}
-	return n
+	return arrivals{behind: behind, seq: wp.seq, last: w.lastSeq, perSecond: w.rates[pod.Spec.SchedulerName].perSecond(now)}
+}
+
+// arrivals are the pods waiting for a scheduler as one of them sees them:
+// how many wait besides it (behind), its place in the order pods were
+// first seen (seq, 0 when not seen yet), the last place given (last), and
+// the rate at which the scheduler's pods arrive (perSecond).
+type arrivals struct {
+	behind    int
+	seq, last uint64
+	perSecond float64
 }
 
 // count is how many pods wait for the named scheduler.

@@ -17,6 +17,7 @@ type HAMiArgs struct {
 	NodeLockWait        metav1.Duration
 	NodeQueueLimit      int32
 	NodeQueueWait       metav1.Duration
+	BurstQueueWait      metav1.Duration
 	CandidateNodes      int32
 	SuccessEvents       bool
 	DeviceConfigFile    string

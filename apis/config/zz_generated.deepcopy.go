@@ -41,6 +41,7 @@ func (in *HAMiArgs) DeepCopyInto(out *HAMiArgs) {
 	out.NodeLockExpiry = in.NodeLockExpiry
 	out.NodeLockWait = in.NodeLockWait
 	out.NodeQueueWait = in.NodeQueueWait
+	out.BurstQueueWait = in.BurstQueueWait
 	if in.Vendors != nil {
 		in, out := &in.Vendors, &out.Vendors
 		*out = make([]VendorArgs, len(*in))

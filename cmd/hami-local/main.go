@@ -5,9 +5,10 @@
 // webhook (registered with the apiserver), and the deployment, replicaset,
 // garbage-collector and namespace controllers. Once the apiserver sends
 // pods to the webhook it writes a kubeconfig for kubectl, and it prints
-// which card each GPU pod got.
+// which card each GPU pod got. With -kueue, Kueue's controller-manager
+// runs beside them, with hami-scheduler's admission check (cardfit).
 //
-//	hami-local [-dir _local] [-nodes "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10"] [-device-config file] [-hami-dra]
+//	hami-local [-dir _local] [-nodes "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10"] [-device-config file] [-kueue] [-hami-dra]
 //	hami-local status [-kubeconfig _local/kubeconfig]
 //
 // A group followed by "dra" (e.g. "2 nodes x 4 cards of NVIDIA
@@ -47,6 +48,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/hami-scheduler/hami-scheduler/cardfit"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
@@ -120,6 +122,8 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 	dpQPS := fs.Float64("device-plugin-qps", simnode.DefaultDevicePluginQPS, "QPS of each simulated node's device plugin client (HAMi's: 5; negative: no limit)")
 	dpBurst := fs.Int("device-plugin-burst", simnode.DefaultDevicePluginBurst, "burst of each simulated node's device plugin client (HAMi's: 10)")
 	admissionDelay := fs.Duration("admission-delay", simnode.DefaultAdmissionDelay, "how long a simulated kubelet takes from seeing a pod bound to calling Allocate (negative: none)")
+	withKueue := fs.Bool("kueue", false, "also run Kueue's controller-manager (make bin/kueue builds it from Go modules; -kueue-binary) with HAMi's resource transformations and the Job and pod integrations, and hami-scheduler's admission check "+cardfit.ControllerName+" (docs/kueue.md)")
+	kueueBinary := fs.String("kueue-binary", filepath.Join("bin", "kueue"), "Kueue's controller-manager, for -kueue")
 	featureGates := fs.String("feature-gates", "", `feature gates of the API server and the scheduler, e.g. "GenericWorkload=true" for Kubernetes' own gangs (scheduling.k8s.io/v1beta1 PodGroup, served with it)`)
 	hamiDRA := fs.Bool("hami-dra", false, "run the model of HAMi-DRA's webhook instead of hami-webhook: pods asking nvidia.com/gpu get a ResourceClaim (HAMi's DRA driver's class) for kube-scheduler's DynamicResources; use with dra node groups")
 	fs.Usage = func() {
@@ -224,7 +228,18 @@ func up(ctx context.Context, args []string, out io.Writer) error {
 	if err := localcluster.InstallPodGroupCRD(ctx, cp.Config); err != nil {
 		return err
 	}
-	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: schedArgs})
+	var cardFit *cardfit.Options
+	if *withKueue {
+		// Before the scheduler, whose admission check finds Kueue's API at once.
+		fmt.Fprintf(out, "starting Kueue (%s)\n", *kueueBinary)
+		kueue, err := cp.StartKueue(ctx, localcluster.KueueOptions{Binary: *kueueBinary, Log: logFile})
+		if err != nil {
+			return err
+		}
+		defer kueue.Stop()
+		cardFit = &cardfit.Options{}
+	}
+	sched, err := localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{Args: schedArgs, CardFit: cardFit})
 	if err != nil {
 		return err
 	}

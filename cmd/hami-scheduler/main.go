@@ -48,10 +48,10 @@ func main() {
 func newCommand() *cobra.Command {
 	plugins.RegisterMetrics()
 	options := append([]app.Option{
-		app.WithPlugin(plugins.Name, plugins.New),
+		app.WithPlugin(plugins.Name, newPlugin),
 		app.WithPlugin(coscheduling.Name, coscheduling.New),
 	}, bandPlugins()...)
-	return withConfigCheck(withServerEmulation(withMetricsListener(app.NewSchedulerCommand(options...))))
+	return withConfigCheck(withServerEmulation(withCardFit(withMetricsListener(app.NewSchedulerCommand(options...)))))
 }
 
 // metricsBindFlag serves the metrics registry (kube-scheduler's and

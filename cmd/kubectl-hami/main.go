@@ -10,6 +10,12 @@
 // PodGroups), and totals per node and for the cluster. It reads the same
 // annotations the scheduler does.
 //
+//	kubectl hami why (POD | workload/NAME) [-n namespace] [--device-config file]
+//
+// shows why a waiting pod, or a Kueue workload waiting on hami-scheduler's
+// admission check, cannot be placed: every node's cards, one by one,
+// against what it asks.
+//
 //	kubectl hami switch --hami-namespace namespace [--hami-release name] [--back] [--dry-run]
 //
 // hands device scheduling from HAMi's scheduler and webhook to
@@ -54,6 +60,7 @@ func newRootCommand(streams genericiooptions.IOStreams, client func() (kubernete
 	cf.AddFlags(root.PersistentFlags())
 	root.AddCommand(newTopCommand(cf, streams, client, dynamicClient))
 	root.AddCommand(newSwitchCommand(cf, streams, client))
+	root.AddCommand(newWhyCommand(cf, streams, client, dynamicClient))
 	return root
 }
 

@@ -493,6 +493,12 @@ func (v *SGPUVendor) ScorePlacement(pod *corev1.Pod, cards []devices.Card, used 
 	return v.scoreExclusive(pod, cards, used, a)
 }
 
+// ScoredAnnotations implements devices.PolicyNeutralScorer: ScorePlacement
+// reads the pod's app class and its topology-aware override.
+func (v *SGPUVendor) ScoredAnnotations() []string {
+	return []string{AppClassAnnotation, TopologyAwareAnnotation}
+}
+
 // scoreExclusive is HAMi's scoreExclusiveDevices: when the pod has an
 // exclusive card (100 cores; offline pods included) and topology awareness
 // is on (sgpuTopologyAware, overridden by the pod's

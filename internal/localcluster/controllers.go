@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/controller/deployment"
 	"k8s.io/kubernetes/pkg/controller/garbagecollector"
+	"k8s.io/kubernetes/pkg/controller/job"
 	"k8s.io/kubernetes/pkg/controller/namespace"
 	"k8s.io/kubernetes/pkg/controller/replicaset"
 	"k8s.io/kubernetes/pkg/controller/resourceclaim"
@@ -31,7 +32,8 @@ const resourceClaimSyncs = 50
 // cluster needs for workloads: deployment and replicaset (a Deployment gets
 // its pods), the garbage collector (deleting a Deployment deletes them),
 // the namespace controller (kubectl delete namespace empties the namespace
-// and removes it, instead of leaving it Terminating) and the resource
+// and removes it, instead of leaving it Terminating), the Job controller
+// (a Job gets its pods, as Kueue's Job integration needs) and the resource
 // claim controller (a pod's claims made from its templates, and a claim
 // released and deallocated once the pods reserving it are gone).
 type Controllers struct {
@@ -62,6 +64,11 @@ func StartControllers(ctx context.Context, cfg *rest.Config) (*Controllers, erro
 		cancel()
 		return nil, fmt.Errorf("deployment controller: %w", err)
 	}
+	jc, err := job.NewController(ctx, client, shared.Core().V1().Pods(), shared.Batch().V1().Jobs(), nil, nil)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("job controller: %w", err)
+	}
 	rsc := replicaset.NewReplicaSetController(ctx, shared.Apps().V1().ReplicaSets(), shared.Core().V1().Pods(), client, replicaset.BurstReplicas)
 
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(client.Discovery()))
@@ -91,6 +98,7 @@ func StartControllers(ctx context.Context, cfg *rest.Config) (*Controllers, erro
 	close(started)
 	cs.done.Go(func() { dc.Run(ctx, 4) })
 	cs.done.Go(func() { rsc.Run(ctx, 4) })
+	cs.done.Go(func() { jc.Run(ctx, 4) })
 	cs.done.Go(func() { gc.Run(ctx, 4, time.Minute) })
 	cs.done.Go(func() { nc.Run(ctx, 2) })
 	cs.done.Go(func() { rcc.Run(ctx, resourceClaimSyncs) })

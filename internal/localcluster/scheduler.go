@@ -18,12 +18,14 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
 	fwk "k8s.io/kube-scheduler/framework"
 	"k8s.io/kubernetes/pkg/scheduler"
 	"k8s.io/kubernetes/pkg/scheduler/apis/config"
 	frameworkruntime "k8s.io/kubernetes/pkg/scheduler/framework/runtime"
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
+	"github.com/hami-scheduler/hami-scheduler/cardfit"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
@@ -42,6 +44,10 @@ type SchedulerOptions struct {
 	// default-scheduler's) before the scheduler is built: a test's
 	// departure from the shipped configuration, in plain sight.
 	Profile func(*config.KubeSchedulerProfile)
+	// CardFit, if set, runs Kueue's admission check hami.io/card-fit on
+	// the hami-scheduler profile's device cache while this scheduler leads,
+	// as hami-scheduler --hami-kueue-card-fit does.
+	CardFit *cardfit.Options
 }
 
 // LeaderElection configures a replica's leader election on a Lease.
@@ -64,6 +70,7 @@ type Scheduler struct {
 
 	cancel    context.CancelFunc
 	done      sync.WaitGroup
+	cardFit   *cardfit.Options
 	informers informers.SharedInformerFactory
 	// dynamic watches the custom resources plugins register events for
 	// (PodGroups), as kube-scheduler's own factory of that kind.
@@ -135,6 +142,7 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 		informers: scheduler.NewInformerFactory(client, 0, nil),
 		dynamic:   dynamicinformer.NewDynamicSharedInformerFactory(dynamicClient, 0),
 		events:    events.NewEventBroadcasterAdapterWithContext(ctx, eventClient),
+		cardFit:   opts.CardFit,
 	}
 	recorders := func(name string) events.EventRecorderLogger { return s.events.NewRecorder(name) }
 	s.Scheduler, err = scheduler.New(ctx, client, s.informers, s.dynamic, recorders,
@@ -156,6 +164,7 @@ func StartScheduler(ctx context.Context, cfg *rest.Config, opts SchedulerOptions
 	}
 	if opts.LeaderElection == nil {
 		s.leading.Store(true)
+		s.done.Go(func() { s.runCardFit(ctx) })
 		s.done.Go(func() { s.Run(ctx) })
 		return s, nil
 	}
@@ -185,11 +194,28 @@ func (s *Scheduler) elector(client kubernetes.Interface, le *LeaderElection) (*l
 		Callbacks: leaderelection.LeaderCallbacks{
 			OnStartedLeading: func(ctx context.Context) {
 				s.leading.Store(true)
+				s.done.Go(func() { s.runCardFit(ctx) })
 				s.Run(ctx)
 			},
 			OnStoppedLeading: func() { s.leading.Store(false) },
 		},
 	})
+}
+
+// runCardFit runs the admission check, if the options ask for it, until
+// ctx ends.
+func (s *Scheduler) runCardFit(ctx context.Context) {
+	p := s.Plugin()
+	if s.cardFit == nil || p == nil {
+		return
+	}
+	c, err := cardfit.New(p.KubeConfig(), cardfit.FromPlugin(p), p.PodLister(), *s.cardFit)
+	if err == nil {
+		err = c.Run(ctx)
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Kueue admission check stopped")
+	}
 }
 
 // Leading reports whether the scheduler runs: always without leader

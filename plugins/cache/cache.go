@@ -184,11 +184,14 @@ func (c *Cache) Assume(pod *corev1.Pod, node string, assignments []devices.Assig
 
 // Forget drops an assumed assignment (Unreserve) and reports whether there
 // was one. A confirmed one stays: only the informer releases it.
-func (c *Cache) Forget(pod *corev1.Pod) bool {
+func (c *Cache) Forget(pod *corev1.Pod) bool { return c.ForgetUID(pod.UID) }
+
+// ForgetUID is Forget for the pod with uid.
+func (c *Cache) ForgetUID(uid types.UID) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if p, ok := c.pods[pod.UID]; ok && p.assumed {
-		c.removePodLocked(pod.UID)
+	if p, ok := c.pods[uid]; ok && p.assumed {
+		c.removePodLocked(uid)
 		return true
 	}
 	return false

@@ -1,12 +1,14 @@
 package coscheduling
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/pkg/scheduler/framework"
@@ -67,7 +69,7 @@ func TestPreFilter(t *testing.T) {
 			wantCode: fwk.UnschedulableAndUnresolvable, want: "2 of its minMember 3 pods past their scheduling gates"},
 		{name: "devices cannot fit together", groups: []*v1alpha1.PodGroup{podGroup("g", 3)},
 			pods:     []*corev1.Pod{memberPod("g-0", "g", 30000), memberPod("g-1", "g", 30000), memberPod("g-2", "g", 30000)},
-			wantCode: fwk.Unschedulable, want: "cannot place its members' devices together: 3 members need 3 card shares of 30000 MiB"},
+			wantCode: fwk.UnschedulableAndUnresolvable, want: "cannot place its members' devices together: 3 members need 3 card shares of 30000 MiB"},
 		{name: "devices fit", groups: []*v1alpha1.PodGroup{podGroup("g", 2)},
 			pods:     []*corev1.Pod{memberPod("g-0", "g", 30000), memberPod("g-1", "g", 30000)},
 			wantCode: fwk.Success},
@@ -92,7 +94,100 @@ func TestPreFilter(t *testing.T) {
 	}
 }
 
-func TestPreFilterBackoff(t *testing.T) {
+// A group whose devices fit only once pods are evicted passes PreFilter
+// when its members may evict them (lower priority, preemptionPolicy not
+// Never): Filter then turns each member away and default preemption
+// evicts for it. Otherwise the refusal is UnschedulableAndUnresolvable,
+// so no preemption is tried for a member that cannot run anyway.
+func TestPreFilterDeviceRoomAfterPreemption(t *testing.T) {
+	never := corev1.PreemptNever
+	tests := []struct {
+		name           string
+		holderPriority int32
+		memberPriority int32
+		memberPreempts bool
+		wantCode       fwk.Code
+	}{
+		{"holders of lower priority", 10, 1000, true, fwk.Success},
+		{"holders of the members' priority", 1000, 1000, true, fwk.UnschedulableAndUnresolvable},
+		{"members that never preempt", 10, 1000, false, fwk.UnschedulableAndUnresolvable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster := nodes(t, "2 nodes x 1 card of NVIDIA A100 40 GiB")
+			var holders, members []*corev1.Pod
+			for i := range 2 {
+				holder := memberPod(fmt.Sprintf("holder-%d", i), "", 30000)
+				holder.Spec.Priority = new(tt.holderPriority)
+				holders = append(holders, holder)
+				m := memberPod(fmt.Sprintf("g-%d", i), "g", 30000)
+				m.Spec.Priority = new(tt.memberPriority)
+				if !tt.memberPreempts {
+					m.Spec.PreemptionPolicy = &never
+				}
+				members = append(members, m)
+			}
+			h := newHarness(t, defaultArgs(), []*v1alpha1.PodGroup{podGroup("g", 2)}, objects(cluster, append(holders, members...)...)...)
+			for i, holder := range holders {
+				h.reserve(holder, cluster[i].(*corev1.Node))
+			}
+			_, st := h.plugin.PreFilter(h.ctx, cycle(), members[0], nil)
+			if st.Code() != tt.wantCode {
+				t.Fatalf("PreFilter = %v, want code %v", st, tt.wantCode)
+			}
+		})
+	}
+}
+
+// minResources is taken from the scheduler's snapshot as scheduler-plugins
+// takes it: allocatable less what the nodes' pods request, bound or
+// assumed (other groups' members waiting at Permit), the group's own pods
+// left out; a shortfall is UnschedulableAndUnresolvable.
+func TestMinResources(t *testing.T) {
+	cpu := func(p *corev1.Pod, milli int64) *corev1.Pod {
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(milli, resource.DecimalSI)}
+		return p
+	}
+	tests := []struct {
+		name     string
+		bound    []*corev1.Pod
+		assumed  []*corev1.Pod
+		wantCode fwk.Code
+	}{
+		{name: "free", wantCode: fwk.Success},
+		{name: "a bound pod takes the room", bound: []*corev1.Pod{cpu(memberPod("other", "", 0), 3500)}, wantCode: fwk.UnschedulableAndUnresolvable},
+		{name: "another group's member waiting at Permit takes it", assumed: []*corev1.Pod{cpu(memberPod("h-0", "h", 0), 1500)}, wantCode: fwk.UnschedulableAndUnresolvable},
+		{name: "the group's own pods do not count", assumed: []*corev1.Pod{cpu(memberPod("g-9", "g", 0), 1500)}, wantCode: fwk.Success},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cluster := nodes(t, "2 nodes x 1 card of NVIDIA A100 40 GiB")
+			for _, n := range cluster {
+				n.(*corev1.Node).Status.Allocatable[corev1.ResourceCPU] = resource.MustParse("2")
+				n.(*corev1.Node).Status.Allocatable[corev1.ResourcePods] = resource.MustParse("110")
+			}
+			pg := podGroup("g", 2)
+			pg.Spec.MinResources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+			pods := []*corev1.Pod{memberPod("g-0", "g", 0), memberPod("g-1", "g", 0)}
+			for _, b := range tt.bound {
+				pods = append(pods, boundTo(b, "node-0"))
+			}
+			h := newHarness(t, defaultArgs(), []*v1alpha1.PodGroup{pg}, objects(cluster, pods...)...)
+			for _, a := range tt.assumed {
+				h.handle.assume(a, "node-1")
+			}
+			_, st := h.plugin.PreFilter(h.ctx, cycle(), pods[0], nil)
+			if st.Code() != tt.wantCode {
+				t.Fatalf("PreFilter = %v, want code %v", st, tt.wantCode)
+			}
+		})
+	}
+}
+
+// rejectedGroup is a group of two members, with podGroupBackoffSeconds 30,
+// that PostFilter has just rejected (the harness clock at 10:00:00).
+func rejectedGroup(t *testing.T) (*harness, []*corev1.Pod) {
+	t.Helper()
 	args := defaultArgs()
 	args.PodGroupBackoffSeconds = 30
 	pods := []*corev1.Pod{memberPod("g-0", "g", 1000), memberPod("g-1", "g", 1000)}
@@ -100,6 +195,11 @@ func TestPreFilterBackoff(t *testing.T) {
 	if _, st := h.plugin.PostFilter(h.ctx, cycle(), pods[0], framework.NewDefaultNodeToStatus()); st.Code() != fwk.Unschedulable {
 		t.Fatalf("PostFilter = %v", st)
 	}
+	return h, pods
+}
+
+func TestPreFilterBackoff(t *testing.T) {
+	h, pods := rejectedGroup(t)
 	_, st := h.plugin.PreFilter(h.ctx, cycle(), pods[1], nil)
 	if st.Code() != fwk.UnschedulableAndUnresolvable || !strings.Contains(st.Message(), "backs off until 10:00:30") {
 		t.Fatalf("PreFilter during the backoff = %v", st)
@@ -107,6 +207,25 @@ func TestPreFilterBackoff(t *testing.T) {
 	h.clock.SetTime(h.clock.Now().Add(31 * time.Second))
 	if _, st := h.plugin.PreFilter(h.ctx, cycle(), pods[1], nil); !st.IsSuccess() {
 		t.Fatalf("PreFilter after the backoff = %v", st)
+	}
+}
+
+// A member turned away while its group backs off goes through PostFilter
+// too (kube-scheduler runs it after any PreFilter rejection); that does
+// not extend the backoff, as scheduler-plugins' adds one only when none
+// is there.
+func TestPostFilterDuringBackoff(t *testing.T) {
+	h, pods := rejectedGroup(t)
+	for range 3 {
+		h.clock.SetTime(h.clock.Now().Add(9 * time.Second))
+		if _, st := h.plugin.PreFilter(h.ctx, cycle(), pods[1], nil); st.Code() != fwk.UnschedulableAndUnresolvable {
+			t.Fatalf("PreFilter during the backoff = %v", st)
+		}
+		h.plugin.PostFilter(h.ctx, cycle(), pods[1], framework.NewDefaultNodeToStatus())
+	}
+	h.clock.SetTime(h.clock.Now().Add(4 * time.Second))
+	if _, st := h.plugin.PreFilter(h.ctx, cycle(), pods[1], nil); !st.IsSuccess() {
+		t.Fatalf("PreFilter 31 s after the rejection, members turned away meanwhile = %v, want the backoff over", st)
 	}
 }
 

@@ -1,6 +1,9 @@
 package coscheduling
 
 import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
 )
 
@@ -25,10 +28,31 @@ func (p *Plugin) recordGroupEvent(pg *v1alpha1.PodGroup, eventType, reason, note
 	if recorder == nil {
 		return
 	}
-	obj := pg
-	if obj.APIVersion == "" || obj.Kind == "" {
-		obj = pg.DeepCopy()
-		obj.APIVersion, obj.Kind = v1alpha1.SchemeGroupVersion.String(), "PodGroup"
+	recorder.Eventf(eventObject(pg), nil, eventType, reason, "Scheduling", note, args...)
+}
+
+// eventObject is the PodGroup with its kind set, as an event's regarding
+// object needs it.
+func eventObject(pg *v1alpha1.PodGroup) *v1alpha1.PodGroup {
+	if pg.APIVersion != "" && pg.Kind != "" {
+		return pg
 	}
-	recorder.Eventf(obj, nil, eventType, reason, "Scheduling", note, args...)
+	obj := pg.DeepCopy()
+	obj.APIVersion, obj.Kind = v1alpha1.SchemeGroupVersion.String(), "PodGroup"
+	return obj
+}
+
+// groupObject is the PodGroup of the pod's group, for the HAMi plugin's
+// events about the group's binding (plugins.RegisterGangObjects); nil when
+// the pod is of no group or its PodGroup cannot be read.
+func (p *Plugin) groupObject(pod *corev1.Pod) runtime.Object {
+	name := groupOf(pod)
+	if name == "" {
+		return nil
+	}
+	pg, err := p.groups.get(pod.Namespace, name)
+	if err != nil {
+		return nil
+	}
+	return eventObject(pg)
 }

@@ -15,18 +15,27 @@ type groupFailures struct {
 	backoff map[string]time.Time
 }
 
-// rejected records a rejection of the group at now, and a backoff until
-// now+backoff when backoff is positive.
-func (f *groupFailures) rejected(group string, now time.Time, backoff time.Duration) {
+// rejected records a rejection of the group at now and, when backoff is
+// positive and the group is not backing off already, a backoff until
+// now+backoff; armed reports whether it started one. A backoff that runs
+// is never extended, as scheduler-plugins adds one only when none is
+// there: members turned away during it (each goes through PostFilter)
+// would otherwise keep the group backing off.
+func (f *groupFailures) rejected(group string, now time.Time, backoff time.Duration) (armed bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.last == nil {
 		f.last, f.backoff = map[string]time.Time{}, map[string]time.Time{}
 	}
 	f.last[group] = now
-	if backoff > 0 {
-		f.backoff[group] = now.Add(backoff)
+	if backoff <= 0 {
+		return false
 	}
+	if until, ok := f.backoff[group]; ok && now.Before(until) {
+		return false
+	}
+	f.backoff[group] = now.Add(backoff)
+	return true
 }
 
 // lastRejection is when the group was last rejected, if it was since it

@@ -37,6 +37,9 @@ type fakeHandle struct {
 	informers informers.SharedInformerFactory
 	recorder  *eventLog
 	nodes     []*corev1.Node
+	// placed are the pods the snapshot lists on their node: the bound
+	// pods the harness starts with and those assume adds.
+	placed []*corev1.Pod
 
 	mu        sync.Mutex
 	waiting   map[types.UID]*fakeWaitingPod
@@ -81,13 +84,30 @@ func (h *fakeHandle) wait(pod *corev1.Pod) *fakeWaitingPod {
 }
 
 func (h *fakeHandle) SnapshotSharedLister() fwk.SharedLister {
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	infos := make([]fwk.NodeInfo, 0, len(h.nodes))
 	for _, n := range h.nodes {
 		ni := framework.NewNodeInfo()
 		ni.SetNode(n)
+		for _, p := range h.placed {
+			if p.Spec.NodeName == n.Name {
+				ni.AddPod(p)
+			}
+		}
 		infos = append(infos, ni)
 	}
 	return fakeLister{infos: infos}
+}
+
+// assume lists pod on node in the snapshot, as the scheduler's cache holds
+// a pod from Reserve on (waiting at Permit, binding).
+func (h *fakeHandle) assume(pod *corev1.Pod, node string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	pod = pod.DeepCopy()
+	pod.Spec.NodeName = node
+	h.placed = append(h.placed, pod)
 }
 
 type fakeLister struct {
@@ -204,8 +224,13 @@ func newHarness(t *testing.T, args *config.CoschedulingArgs, groups []*v1alpha1.
 	h := &harness{t: t, ctx: ctx, client: client, clock: testingclock.NewFakePassiveClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))}
 	h.handle = &fakeHandle{client: client, informers: informers.NewSharedInformerFactory(client, 0), recorder: &eventLog{}}
 	for _, o := range objs {
-		if n, ok := o.(*corev1.Node); ok {
-			h.handle.nodes = append(h.handle.nodes, n)
+		switch o := o.(type) {
+		case *corev1.Node:
+			h.handle.nodes = append(h.handle.nodes, o)
+		case *corev1.Pod:
+			if o.Spec.NodeName != "" {
+				h.handle.placed = append(h.handle.placed, o)
+			}
 		}
 	}
 	var dynObjs []runtime.Object

@@ -117,6 +117,7 @@ func start(ctx context.Context, handle fwk.Handle, args *config.CoschedulingArgs
 	if err := p.watch(logger); err != nil {
 		return nil, err
 	}
+	plugins.RegisterGangObjects(ctx, handle, p.groupObject)
 	go p.groups.informer.Run(ctx.Done())
 	go p.members.informer.Run(ctx.Done())
 	go p.reservations.run(ctx)

@@ -20,7 +20,8 @@ import (
 // waiting), the group's placed members waiting at Permit are turned away
 // and release their cards, the group sorts behind the others, and backs
 // off for podGroupBackoffSeconds when it has all its pods (its members
-// are sent back to the active queue when the backoff ends). why says on
+// are sent back to the active queue when the backoff ends); a member
+// turned away during a backoff does not extend it. why says on
 // which nodes and resources the member failed, for the PodGroup's
 // GangRejected event.
 func (p *Plugin) postFilter(ctx context.Context, pod *corev1.Pod, why string) (*fwk.PostFilterResult, *fwk.Status) {
@@ -48,8 +49,9 @@ func (p *Plugin) postFilter(ctx context.Context, pod *corev1.Pod, why string) (*
 	released := p.rejectWaiting(key, fmt.Sprintf("PodGroup %s rejected: member %s fits no node", key, klog.KObj(pod)))
 	backoff := time.Duration(p.args.PodGroupBackoffSeconds) * time.Second
 	if backoff > 0 && live(members) >= want {
-		p.failures.rejected(key, now, backoff)
-		time.AfterFunc(backoff, func() { p.activate(logger, pod.Namespace, name, "") })
+		if p.failures.rejected(key, now, backoff) {
+			time.AfterFunc(backoff, func() { p.activate(logger, pod.Namespace, name, "") })
+		}
 	} else {
 		p.failures.rejected(key, now, 0)
 	}

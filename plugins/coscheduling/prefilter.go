@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1helpers "k8s.io/component-helpers/scheduling/corev1"
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
@@ -22,13 +23,17 @@ import (
 //     still scheduling-gated to make minMember;
 //   - its minResources are not free in the cluster (minresources.go);
 //   - the cards of the cluster cannot take the devices of the members
-//     still to place (the HAMi plugin's GroupRoom), so that no card is
-//     reserved for a group that cannot run.
+//     still to place (the HAMi plugin's GroupRoom), not even once
+//     preemption evicted what it may, so that no card is reserved for a
+//     group that cannot run.
 //
-// The first four are UnschedulableAndUnresolvable, as Coscheduling's, so
-// no preemption is tried for them; lacking cards or resources is
-// Unschedulable, which preemption may resolve. Pods of no group are
-// skipped.
+// Every refusal is UnschedulableAndUnresolvable, as Coscheduling's: they
+// are about the whole group, and default preemption, which simulates one
+// member on one node at a time and does not run PreFilter again, cannot
+// resolve them (for a refusal it took as resolvable it would evict pods
+// for a member that cannot run anyway, or fail on a node that fits with
+// no victim and end the PostFilter chain before Coscheduling's own).
+// Pods of no group are skipped.
 func (p *Plugin) preFilter(ctx context.Context, pod *corev1.Pod) (*fwk.PreFilterResult, *fwk.Status) {
 	p.scheduling.Store(true)
 	name := groupOf(pod)
@@ -95,8 +100,12 @@ func quorum(key string, pg *v1alpha1.PodGroup, members []*corev1.Pod) *fwk.Statu
 
 // checkDeviceRoom asks the HAMi plugin whether the cluster's cards could
 // take the devices of the members still to place (minMember less those
-// placed); when they cannot, no member is placed, no card reserved, and
-// the PodGroup gets a GangUnschedulable event saying what runs short.
+// placed). When they could only once default preemption evicted pods of
+// lower priority, the members go on: Filter turns each away where the
+// cards are taken and default preemption evicts for it, member by member,
+// as scheduler-plugins' gangs preempt. When not even then, no member is
+// placed, no card reserved, and the PodGroup gets a GangUnschedulable
+// event saying what runs short.
 func (p *Plugin) checkDeviceRoom(ctx context.Context, key string, pg *v1alpha1.PodGroup, members []*corev1.Pod) *fwk.Status {
 	hami := p.hami()
 	if hami == nil {
@@ -106,12 +115,34 @@ func (p *Plugin) checkDeviceRoom(ctx context.Context, key string, pg *v1alpha1.P
 	if need <= 0 {
 		return nil
 	}
-	short := hami.GroupRoom(p.pending(pg.Namespace, pg.Name, ""), need)
+	pending := p.pending(pg.Namespace, pg.Name, "")
+	short := hami.GroupRoom(pending, need)
 	if short == nil {
 		return nil
 	}
+	logger := klog.FromContext(ctx)
+	if priority, ok := preemptorPriority(pending); ok && hami.GroupRoomAfterPreemption(pending, need, priority) == nil {
+		logger.V(4).Info("PodGroup's devices fit together only after preemption", "podGroup", key, "reason", short.Error())
+		return nil
+	}
 	msg := fmt.Sprintf("PodGroup %s cannot place its members' devices together: %v", key, short)
-	klog.FromContext(ctx).V(4).Info("PodGroup's devices do not fit together", "podGroup", key, "reason", short.Error())
+	logger.V(4).Info("PodGroup's devices do not fit together", "podGroup", key, "reason", short.Error())
 	p.recordGroupEvent(pg, corev1.EventTypeWarning, reasonGangUnschedulable, "The members' devices cannot fit together: %v", short)
-	return fwk.NewStatus(fwk.Unschedulable, msg)
+	return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, msg)
+}
+
+// preemptorPriority is the highest priority among the pods that may
+// preempt (preemptionPolicy is not Never), and false when none may.
+func preemptorPriority(pods []*corev1.Pod) (int32, bool) {
+	var priority int32
+	found := false
+	for _, pod := range pods {
+		if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+			continue
+		}
+		if pr := corev1helpers.PodPriority(pod); !found || pr > priority {
+			priority, found = pr, true
+		}
+	}
+	return priority, found
 }

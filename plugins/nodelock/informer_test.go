@@ -188,3 +188,58 @@ func TestNewestCopy(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitObtainable: the check a gang runs before its first member binds
+// passes at once for a lock Lock could take or one naming a pod the
+// caller accepts, wakes when a live holder releases, and tells a holder
+// that keeps the lock past Wait; it writes nothing.
+func TestWaitObtainable(t *testing.T) {
+	me := holderPod("me", "uid-me", now.Add(-time.Hour), "", "", time.Time{})
+	other := holderPod("other", "uid-other", now.Add(-time.Hour), "", "", time.Time{})
+	sibling := holderPod("sibling", "uid-sibling", now.Add(-time.Hour), "n1", "", time.Time{})
+	ours := func(_, name string) bool { return name == "sibling" }
+	tests := []struct {
+		name     string
+		lock     string
+		existing []runtime.Object
+		release  bool
+		wantErr  error
+	}{
+		{name: "free node"},
+		{name: "expired lock", lock: lockAt(time.Hour, "default", "other"), existing: []runtime.Object{other}},
+		{name: "holder gone", lock: lockAt(time.Second, "default", "gone")},
+		{name: "held by a pod the caller accepts", lock: lockAt(time.Second, "default", "sibling"), existing: []runtime.Object{sibling}},
+		{name: "held by a live pod that releases", lock: lockAt(time.Second, "default", "other"), existing: []runtime.Object{other}, release: true},
+		{name: "held by a live pod past the wait", lock: lockAt(time.Second, "default", "other"), existing: []runtime.Object{other}, wantErr: ErrBusy},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			objs := append([]runtime.Object{node(tt.lock), me}, tt.existing...)
+			client := fake.NewClientset(objs...)
+			wait := 200 * time.Millisecond
+			if tt.release {
+				wait = time.Hour
+			}
+			l := informedLocker(t, client, wait)
+			start := time.Now()
+			l.now = func() time.Time { return now.Add(time.Since(start)) }
+			if tt.release {
+				// Released concurrently: the check finds the node free,
+				// or the release's node event wakes it.
+				go func() {
+					release := `{"metadata":{"annotations":{"` + devices.NodeLock + `":null}}}`
+					_, _ = client.CoreV1().Nodes().Patch(context.Background(), "n1", types.MergePatchType, []byte(release), metav1.PatchOptions{})
+				}()
+			}
+			err := l.WaitObtainable(context.Background(), "n1", me, ours)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("WaitObtainable = %v, want %v", err, tt.wantErr)
+			}
+			for _, a := range client.Actions() {
+				if a.GetVerb() == "patch" && !tt.release {
+					t.Errorf("WaitObtainable wrote: %v", a)
+				}
+			}
+		})
+	}
+}

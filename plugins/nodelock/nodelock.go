@@ -274,7 +274,7 @@ func (l *Locker) try(ctx context.Context, nodeName string, pod *corev1.Pod) (nod
 	if l.Served != nil && !l.Served(node) {
 		return node, false, fmt.Errorf("node %s: %w", nodeName, ErrNotServed)
 	}
-	free, takeOver, err := l.mayTake(ctx, node, pod)
+	free, takeOver, err := l.mayTake(ctx, klog.FromContext(ctx), node, pod)
 	if errors.Is(err, errHeldByPod) {
 		return node, true, nil
 	}
@@ -319,8 +319,8 @@ var errHeldByPod = errors.New("lock already held by this pod")
 //     be its holder (notTheHolder).
 //
 // A lock dated more than MaxClockSkew in the future counts as expired.
-func (l *Locker) mayTake(ctx context.Context, node *corev1.Node, pod *corev1.Pod) (free bool, takeOver string, err error) {
-	logger := klog.FromContext(ctx)
+// logger hears why a lock may be taken over.
+func (l *Locker) mayTake(ctx context.Context, logger klog.Logger, node *corev1.Node, pod *corev1.Pod) (free bool, takeOver string, err error) {
 	value, held := node.Annotations[devices.NodeLock]
 	if !held {
 		return true, "", nil
@@ -362,6 +362,50 @@ func (l *Locker) mayTake(ctx context.Context, node *corev1.Node, pod *corev1.Pod
 		return true, TakeOverNotHolder, nil
 	}
 	return false, "", nil
+}
+
+// WaitObtainable waits, up to Wait, until Lock could take the node's
+// lock for pod at once, or the lock names a pod that ours accepts (a pod
+// that hands over on the node before pod, such as another member of its
+// gang), and writes nothing: a gang's members check their nodes this way
+// before any of them is bound. It reads the node and the holder as Lock
+// does and wakes on the node's changes. It returns an ErrBusy error when
+// the wait ends first, the error of reading the node (NotFound for a
+// deleted node) or ctx's cause.
+func (l *Locker) WaitObtainable(ctx context.Context, nodeName string, pod *corev1.Pod, ours func(namespace, name string) bool) error {
+	deadline := l.now().Add(l.Wait)
+	for {
+		changed := l.changes.next(nodeName)
+		node, err := l.readNode(ctx, nodeName)
+		if err != nil {
+			return fmt.Errorf("read node %s for its lock: %w", nodeName, err)
+		}
+		if ok, err := l.obtainable(ctx, node, pod, ours); ok || err != nil {
+			return err
+		}
+		remaining := deadline.Sub(l.now())
+		if remaining <= 0 {
+			return busy(node)
+		}
+		if err := sleep(ctx, min(jitter(l.recheck), remaining), changed); err != nil {
+			return err
+		}
+	}
+}
+
+// obtainable reports whether Lock could take the node's lock for pod at
+// once, or ours accepts the pod the lock names.
+func (l *Locker) obtainable(ctx context.Context, node *corev1.Node, pod *corev1.Pod, ours func(namespace, name string) bool) (bool, error) {
+	if value, held := node.Annotations[devices.NodeLock]; held {
+		if _, ns, name, err := Parse(value); err == nil && name != "" && ours(ns, name) {
+			return true, nil
+		}
+	}
+	free, _, err := l.mayTake(ctx, klog.FromContext(ctx).V(5), node, pod)
+	if errors.Is(err, errHeldByPod) {
+		return true, nil
+	}
+	return free, err
 }
 
 // notTheHolder says why the existing pod named by the lock value (dated

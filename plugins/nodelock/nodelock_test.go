@@ -181,17 +181,44 @@ func TestLockRetriesOnConflict(t *testing.T) {
 	}
 }
 
+// TestLockWaitsForRelease: a fresh lock of a live holder is waited for,
+// not taken over: the holder's device plugin releases it after Lock has
+// read it once, and Lock writes its own only after that release.
 func TestLockWaitsForRelease(t *testing.T) {
 	client := fake.NewClientset(node(Value(time.Now(), pod("default", "other"))), pod("default", "other"))
+	var reads int
+	client.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		reads++
+		if reads == 2 {
+			// The holder's device plugin releases the lock between
+			// Lock's first and second look.
+			nodes := schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+			if n, err := client.Tracker().Get(nodes, "", "n1"); err == nil {
+				released := n.(*corev1.Node).DeepCopy()
+				delete(released.Annotations, devices.NodeLock)
+				_ = client.Tracker().Update(nodes, released, "")
+			}
+		}
+		return false, nil, nil
+	})
 	l := New(client, 5*time.Minute, 10*time.Second)
-	go func() {
-		// The holder's device plugin releases the lock.
-		time.Sleep(100 * time.Millisecond)
-		release := `{"metadata":{"annotations":{"` + devices.NodeLock + `":null}}}`
-		_, _ = client.CoreV1().Nodes().Patch(context.Background(), "n1", types.MergePatchType, []byte(release), metav1.PatchOptions{})
-	}()
+	var tookOver []string
+	l.Observer.TookOver = func(reason string) { tookOver = append(tookOver, reason) }
 	if err := l.Lock(context.Background(), "n1", pod("default", "me")); err != nil {
 		t.Fatalf("Lock after the holder released: %v", err)
+	}
+	if len(tookOver) > 0 {
+		t.Errorf("Lock took the live holder's lock over (%v) instead of waiting for its release", tookOver)
+	}
+	if reads < 2 {
+		t.Errorf("Lock read the node %d times: it wrote its lock before the holder released", reads)
+	}
+	obj, err := client.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "nodes"}, "", "n1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lock := obj.(*corev1.Node).Annotations[devices.NodeLock]; !strings.HasSuffix(lock, ",default,me") {
+		t.Errorf("lock %q after Lock, want it naming me", lock)
 	}
 }
 

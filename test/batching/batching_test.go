@@ -3,6 +3,7 @@ package batching
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -35,12 +36,27 @@ const nodes = "2 nodes x 4 cards of NVIDIA A100 40 GiB; 2 nodes x 8 cards of NVI
 	"2 nodes x 2 cards of NVIDIA H100 80 GiB; 2 nodes x 4 cards of NVIDIA T4 16 GiB; 2 nodes x 6 cards of NVIDIA L40 48 GiB"
 
 // shape is one kind of pod of the stream: cards (0: a plain pod) and what
-// its one container asks.
+// its one container asks; replica, when set, gives the i-th pod of the
+// shape the annotations of its replica (a controller writes them per
+// pod).
 type shape struct {
 	name                          string
 	cards, memory, percent, cores int64
 	cpu, mem                      string
 	annotations                   map[string]string
+	replica                       func(i int) map[string]string
+}
+
+// jobReplica and pytorchReplica are the per-replica annotations of an
+// indexed Job's pods (batch.kubernetes.io/job-completion-index) and of a
+// Kubeflow PyTorchJob's workers (training.kubeflow.org/replica-index and
+// replica-type), which no plugin reads.
+func jobReplica(i int) map[string]string {
+	return map[string]string{"batch.kubernetes.io/job-completion-index": strconv.Itoa(i)}
+}
+
+func pytorchReplica(i int) map[string]string {
+	return map[string]string{"training.kubeflow.org/replica-index": strconv.Itoa(i), "training.kubeflow.org/replica-type": "worker"}
 }
 
 var shapes = []shape{
@@ -49,16 +65,19 @@ var shapes = []shape{
 	{name: "two", cards: 2, memory: 6000, cores: 20, cpu: "2", mem: "4Gi"},
 	{name: "quarter", cards: 1, percent: 25, cpu: "250m", mem: "512Mi"},
 	{name: "spread", cards: 1, memory: 8000, cpu: "500m", mem: "1Gi", annotations: map[string]string{devices.NodePolicyAnnotation: "spread"}},
+	{name: "job", cards: 1, memory: 6000, cores: 20, cpu: "500m", mem: "1Gi", replica: jobReplica},
+	{name: "pytorch", cards: 2, memory: 10000, cores: 30, cpu: "2", mem: "4Gi", replica: pytorchReplica},
 	{name: "plain", cpu: "1", mem: "2Gi"},
 	{name: "plain-small", cpu: "250m", mem: "512Mi"},
 	{name: "plain-big", cpu: "4", mem: "8Gi"},
 }
 
 // streamPod is one pod of the stream, in creation (and so scheduling)
-// order.
+// order; index is its place among the pods of its shape.
 type streamPod struct {
 	name  string
 	shape shape
+	index int
 }
 
 // mixedStream draws pods in runs of one to eight alike (replicas of one
@@ -67,10 +86,29 @@ type streamPod struct {
 func mixedStream(seed uint64, n int) []streamPod {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5bd1e995))
 	var out []streamPod
+	index := map[string]int{}
 	for len(out) < n {
 		s := shapes[rng.IntN(len(shapes))]
 		for range min(1+rng.IntN(8), n-len(out)) {
-			out = append(out, streamPod{name: fmt.Sprintf("p-%03d", len(out)), shape: s})
+			out = append(out, streamPod{name: fmt.Sprintf("p-%03d", len(out)), shape: s, index: index[s.name]})
+			index[s.name]++
+		}
+	}
+	return out
+}
+
+// replicaStream is the pods of two workloads one after the other: an
+// indexed Job of completions pods, then a PyTorchJob of as many workers.
+func replicaStream(completions int) []streamPod {
+	var out []streamPod
+	for _, name := range []string{"job", "pytorch"} {
+		for _, s := range shapes {
+			if s.name != name {
+				continue
+			}
+			for i := range completions {
+				out = append(out, streamPod{name: fmt.Sprintf("p-%03d", len(out)), shape: s, index: i})
+			}
 		}
 	}
 	return out
@@ -118,6 +156,21 @@ func TestBatchingKeepsPlacements(t *testing.T) {
 	}
 	if hintsOn <= float64(plain) {
 		t.Errorf("batching on: %v hints used for %d plain pods, so no device pod was placed from a batch: the profile does not batch them", hintsOn, plain)
+	}
+}
+
+// TestBatchingReplicas: the replicas of an indexed Job and of a
+// PyTorchJob, device pods alike but for their per-replica annotations,
+// are placed from a batch: the annotations no plugin reads do not set
+// them apart. Of the 2 x (completions - 1) pods that could take a hint
+// (every pod but the first of each workload), most do.
+func TestBatchingReplicas(t *testing.T) {
+	const completions = 16
+	_, hints := place(t, replicaStream(completions), true)
+	possible := 2 * (completions - 1)
+	t.Logf("%d replica pods; hints used: %v of %d possible", 2*completions, hints, possible)
+	if hints < float64(possible)*2/3 {
+		t.Errorf("%v hints used for %d replica pods (%d possible): per-replica annotations keep the replicas out of one batch", hints, 2*completions, possible)
 	}
 }
 
@@ -230,8 +283,15 @@ func pod(ns string, p streamPod) *corev1.Pod {
 			}
 		}
 	}
+	annotations := maps.Clone(s.annotations)
+	if s.replica != nil {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		maps.Copy(annotations, s.replica(p.index))
+	}
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name, Annotations: s.annotations},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.name, Annotations: annotations},
 		Spec:       corev1.PodSpec{SchedulerName: profile.SchedulerName, Containers: []corev1.Container{c}},
 	}
 }

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -451,5 +453,34 @@ func TestGangOnDRANode(t *testing.T) {
 	for i := range 3 {
 		c.checkHAMiClaim(c.waitRunning(fmt.Sprintf("m%d", i)), 20000, 50)
 	}
+	c.checkNoOvercommit()
+}
+
+// A high-priority HAMi pod preempts a low-priority one whose claim holds
+// the DRA card it needs: preemption sees the victim's claim free its
+// share, evicts it, and the preemptor runs there with its own claim; the
+// victim's claim goes with it.
+func TestPreemptionOnDRANode(t *testing.T) {
+	c := newCluster(t, "dra-preempt", "1 node x 1 card of NVIDIA A100-SXM4-40GB 40 GiB, dra", nil)
+	for name, value := range map[string]int32{"dra-low": 10, "dra-high": 1000} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if _, err := controlPlane.Client.SchedulingV1().PriorityClasses().Create(c.ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	victim := c.hamiPodSpec("victim", 30000, 50, nil)
+	victim.Spec.PriorityClassName = "dra-low"
+	c.create(victim)
+	victimClaim := c.waitRunning("victim").Status.ExtendedResourceClaimStatus.ResourceClaimName
+
+	preemptor := c.hamiPodSpec("preemptor", 20000, 50, nil)
+	preemptor.Spec.PriorityClassName = "dra-high"
+	c.create(preemptor)
+	c.checkHAMiClaim(c.waitRunning("preemptor"), 20000, 50)
+	c.eventually("victim and its claim gone", func() (bool, string) {
+		_, podErr := c.pod("victim")
+		_, claimErr := c.claim(victimClaim)
+		return apierrors.IsNotFound(podErr) && apierrors.IsNotFound(claimErr), fmt.Sprintf("pod: %v, claim: %v", podErr, claimErr)
+	})
 	c.checkNoOvercommit()
 }

@@ -110,30 +110,8 @@ func TestFailoverMidGang(t *testing.T) {
 	e.eventually("one replica leads", func() (bool, string) { return leader() != "", "no leader" })
 	first := leader()
 
-	// minMember 10: nine fit, the tenth waits for a node labelled late,
-	// within podGroupRejectPercentage, so the nine wait at Permit.
-	e.createPodGroup("g", 10, 120)
-	var names []string
-	for i := range 10 {
-		p := member(e.pod(fmt.Sprintf("g-%d", i), gpu{cards: 1, memory: 1000}), "g")
-		if i == 9 {
-			p.Spec.NodeSelector["late"] = "yes"
-		}
-		e.create(p)
-		names = append(names, p.Name)
-	}
-	e.eventually("nine members waiting on the first leader", func() (bool, string) {
-		pg := e.getPodGroup("g")
-		value, ok := pg.Annotations[devices.GangReservationsAnnotation]
-		if !ok {
-			return false, "no reservations published"
-		}
-		r, err := devices.ParseGangReservations(value)
-		if err != nil {
-			return false, err.Error()
-		}
-		return len(r.Members) == 9, fmt.Sprintf("%d members reserved", len(r.Members))
-	})
+	names := e.gangWaitingForALateMember("g", 120)
+	e.waitReserved("g", 9)
 	replicas[first].Stop()
 	delete(replicas, first)
 	e.eventually("the other replica takes over", func() (bool, string) {

@@ -158,3 +158,41 @@ func (e *env) podGroupEvents(name string) []string {
 	}
 	return out
 }
+
+// gangWaitingForALateMember creates the PodGroup group of minMember 10
+// (scheduleTimeoutSeconds timeout) and its ten members of one card and
+// 1000 MiB, the tenth selecting nodes labelled late=yes: on nodes with
+// room for nine and no such label, nine are placed and wait at Permit
+// (one missing member is within podGroupRejectPercentage, so they are not
+// rejected at once), until a node is labelled.
+func (e *env) gangWaitingForALateMember(group string, timeout int32) []string {
+	e.t.Helper()
+	e.createPodGroup(group, 10, timeout)
+	var names []string
+	for i := range 10 {
+		p := member(e.pod(fmt.Sprintf("%s-%d", group, i), gpu{cards: 1, memory: 1000}), group)
+		if i == 9 {
+			p.Spec.NodeSelector["late"] = "yes"
+		}
+		e.create(p)
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// waitReserved waits until the scheduler publishes n members of the
+// group waiting at Permit on the PodGroup.
+func (e *env) waitReserved(group string, n int) {
+	e.t.Helper()
+	e.eventually(fmt.Sprintf("%d members waiting at Permit", n), func() (bool, string) {
+		value, ok := e.getPodGroup(group).Annotations[devices.GangReservationsAnnotation]
+		if !ok {
+			return false, "no reservations published"
+		}
+		r, err := devices.ParseGangReservations(value)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(r.Members) == n, fmt.Sprintf("%d members reserved", len(r.Members))
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,10 +34,7 @@ func TestGangAllOrNothing(t *testing.T) {
 		}
 		return false, strings.Join(events, "; ")
 	})
-	message := e.waitUnschedulable(three[0])
-	if !strings.Contains(message, "cannot place its members' devices together") {
-		t.Errorf("FailedScheduling message %q does not say the group's devices do not fit", message)
-	}
+	e.waitTurnedAway(three[0], "cannot place its members' devices together")
 	e.checkNoneBound(three)
 	e.checkNothingHeld(three)
 
@@ -80,17 +78,7 @@ func TestGangAllOrNothing(t *testing.T) {
 func TestGangTimeout(t *testing.T) {
 	e := newEnv(t, "gang-timeout")
 	nodes := e.addNodes("1 node x 4 cards of NVIDIA A100 40 GiB, split 10", nil)
-	e.createPodGroup("g", 10, 3)
-	small := gpu{cards: 1, memory: 1000}
-	var names []string
-	for i := range 10 {
-		p := member(e.pod(fmt.Sprintf("g-%d", i), small), "g")
-		if i == 9 {
-			p.Spec.NodeSelector["late"] = "yes"
-		}
-		e.create(p)
-		names = append(names, p.Name)
-	}
+	names := e.gangWaitingForALateMember("g", 3)
 	e.eventually("a GangTimeout event", func() (bool, string) {
 		events := e.podGroupEvents("g")
 		for _, ev := range events {
@@ -114,12 +102,7 @@ func TestGangTimeout(t *testing.T) {
 func TestGangPreemptsGang(t *testing.T) {
 	e := newEnv(t, "gang-preempt")
 	e.addNodes("2 nodes x 1 card of NVIDIA A100 40 GiB, split 10", nil)
-	for name, value := range map[string]int32{"e2e-gang-low": 10, "e2e-gang-high": 1000} {
-		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
-		if _, err := controlPlane.Client.SchedulingV1().PriorityClasses().Create(e.ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
-		}
-	}
+	e.gangPriorityClasses()
 	gang := func(group, class string) []string {
 		e.createPodGroup(group, 2, 0)
 		var names []string
@@ -167,4 +150,62 @@ func TestGangOnOneNode(t *testing.T) {
 	e.waitAllRunning(names)
 	e.checkAccounting()
 	e.checkNodeUnlocked(nodes[0].Name)
+}
+
+// gangPriorityClasses creates the priority classes e2e-gang-low (10) and
+// e2e-gang-high (1000) once.
+func (e *env) gangPriorityClasses() {
+	e.t.Helper()
+	for name, value := range map[string]int32{"e2e-gang-low": 10, "e2e-gang-high": 1000} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if _, err := controlPlane.Client.SchedulingV1().PriorityClasses().Create(e.ctx, pc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// A gang whose devices cannot fit together even once every pod of lower
+// priority is evicted evicts none: the refusal is UnschedulableAndUnresolvable,
+// so default preemption does not run for its members, which would evict
+// for one member at a time a group that cannot run. (Two nodes of one
+// 40 GiB card, each with a lower-priority pod of 20,000 MiB; a gang of
+// three members of 30,000 MiB of higher priority: with both cards freed it
+// would still fit only two.) Each member's failed attempt, whose status
+// write carries the node a preemption nominated, is waited for.
+func TestGangUnresolvableEvictsNothing(t *testing.T) {
+	e := newEnv(t, "gang-unresolvable")
+	e.addNodes("2 nodes x 1 card of NVIDIA A100 40 GiB, split 10", nil)
+	e.gangPriorityClasses()
+	low := []string{"low-0", "low-1"}
+	for _, name := range low {
+		p := e.pod(name, gpu{cards: 1, memory: 20000})
+		p.Spec.PriorityClassName = "e2e-gang-low"
+		e.create(p)
+		e.waitRunning(name)
+	}
+	e.createPodGroup("three", 3, 0)
+	var members []string
+	for i := range 3 {
+		p := member(e.pod(fmt.Sprintf("three-%d", i), gpu{cards: 1, memory: 30000}), "three")
+		p.Spec.PriorityClassName = "e2e-gang-high"
+		e.create(p)
+		members = append(members, p.Name)
+	}
+	for _, name := range members {
+		e.waitTurnedAway(name, "")
+		if p := e.get(name); p.Status.NominatedNodeName != "" {
+			t.Errorf("%s was nominated to %s: a preemption ran for a gang that cannot fit", name, p.Status.NominatedNodeName)
+		}
+	}
+	running := map[string]bool{}
+	for _, p := range e.pods() {
+		running[p.Name] = p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning
+	}
+	for _, name := range low {
+		if !running[name] {
+			t.Errorf("lower-priority pod %s was evicted", name)
+		}
+	}
+	e.checkNoneBound(members)
+	e.checkNothingHeld(members)
 }

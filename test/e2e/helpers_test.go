@@ -208,6 +208,28 @@ func (e *env) waitUnschedulable(name string) string {
 	return message
 }
 
+// waitTurnedAway waits until the pod's PodScheduled condition is False
+// with a message containing want (any message when want is ""), and
+// returns the message. Unlike the FailedScheduling event, whose series
+// keeps the first attempt's message, the condition tells the last
+// attempt, and it is written together with the node a preemption
+// nominated.
+func (e *env) waitTurnedAway(name, want string) string {
+	e.t.Helper()
+	var message string
+	e.eventually(name+" turned away: "+want, func() (bool, string) {
+		p := e.get(name)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && strings.Contains(c.Message, want) {
+				message = c.Message
+				return true, ""
+			}
+		}
+		return false, describe(p)
+	})
+	return message
+}
+
 // checkAccounting fails the test if any card of the test's nodes holds
 // more than its split count, memory or cores, according to the pods'
 // allocated annotations of the env's vendors.

@@ -78,6 +78,10 @@ type Options struct {
 	// zero value is the faithful node side. Its transport wrappers are
 	// the benchmark's.
 	NodeSide simnode.Options
+	// Repeat runs each HAMi phase this many times (0 or 1: once), one
+	// after the other, each with a fresh scheduler: the same pods, for
+	// the median and the slowest of a setting (PrintRepeats, Rules).
+	Repeat int
 	// Seed makes the mix of requests repeatable.
 	Seed uint64
 	// Log receives the control plane's logs; nil discards them.
@@ -110,7 +114,10 @@ type Phase struct {
 	// the phase's name, when a run has several rates.
 	Rate       float64
 	RateInName bool
-	Pods       int
+	// Run numbers the phase among the repeats of the same one (from 1;
+	// 0 when the phase runs once).
+	Run  int
+	Pods int
 	// Bound, Running and Failed count the pods that got there before the
 	// deadline.
 	Bound, Running, Failed int
@@ -167,6 +174,13 @@ type Phase struct {
 	// delay is part of it. HandOvers is how many were counted.
 	HandOvers                int
 	HandOverP50, HandOverP99 time.Duration
+	// HandOverPerPod is a node's time per pod while pods queue on it: the
+	// median, over the phase's nodes, of the time from one lock release
+	// to the next when the pod served in between was waiting at the first
+	// (the whole hand-over: the lock passing, binding, admission and the
+	// device plugin's calls). BusiestPerPod is the same on the busiest
+	// node alone (HandOverPerPod when it measured fewer than 3).
+	HandOverPerPod, BusiestPerPod time.Duration
 	// Filter and Score are the mean time per node of each plugin's Filter
 	// and Score (scheduler_plugin_execution_duration_seconds, which
 	// kube-scheduler samples in one cycle of ten), by plugin.
@@ -204,10 +218,14 @@ func (p Phase) Name() string {
 	if p.Profile != profile.SchedulerName {
 		return "baseline " + string(p.Arrival)
 	}
+	name := fmt.Sprintf("hami %s %s", p.Arrival, p.Setting)
 	if p.RateInName {
-		return fmt.Sprintf("hami %s %g/s %s", p.Arrival, p.Rate, p.Setting)
+		name = fmt.Sprintf("hami %s %g/s %s", p.Arrival, p.Rate, p.Setting)
 	}
-	return fmt.Sprintf("hami %s %s", p.Arrival, p.Setting)
+	if p.Run > 0 {
+		name += fmt.Sprintf(" run %d", p.Run)
+	}
+	return name
 }
 
 // PodsPerSecond is the phase's throughput to Running.
@@ -232,15 +250,19 @@ type Packing struct {
 	// BusiestNode is the most pods on one node. With HAMi's node lock a
 	// node takes one pod per device-plugin round, so it bounds a backlog's
 	// time from below: BusiestNode rounds of about 1.6 s with HAMi's
-	// 5 QPS device plugin client.
+	// 5 QPS device plugin client (Phase.HandOverBound).
 	BusiestNode int
+	// FreeNodes are the cluster's nodes holding no pod of the phase:
+	// whole nodes left for what comes next.
+	FreeNodes int
 }
 
 // Result is a whole run.
 type Result struct {
 	Options Options
-	// Nodes is how many nodes the run created.
-	Nodes int
+	// Nodes is how many nodes the run created; Cards their most cards
+	// per node.
+	Nodes, Cards int
 	// NodeSide describes the simulated nodes' mode.
 	NodeSide string
 	// Phases are the baseline first, then HAMi's by policy and arrival.
@@ -319,6 +341,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	var nodes []*corev1.Node
 	for _, s := range specs {
 		nodes = append(nodes, s.Build("bench", len(nodes))...)
+		r.Cards = max(r.Cards, s.Cards)
 	}
 	r.Nodes = len(nodes)
 	fmt.Fprintf(progress, "creating %d nodes\n", len(nodes))
@@ -344,7 +367,7 @@ func Run(ctx context.Context, opts Options) (*Result, error) {
 	}
 	for _, setting := range opts.Settings {
 		args := setting.args()
-		for _, ph := range hamiPhases(opts, setting) {
+		for _, ph := range repeated(hamiPhases(opts, setting), opts.Repeat) {
 			if ph.Arrival == Steady && ph.Rate <= 0 {
 				ph.Rate = defaultRate(r, setting)
 			}
@@ -391,6 +414,22 @@ func hamiPhases(opts Options, setting Setting) []Phase {
 		}
 	}
 	return phases
+}
+
+// repeated runs each phase n times in a row, numbered (once, unnumbered,
+// when n is below 2).
+func repeated(phases []Phase, n int) []Phase {
+	if n < 2 {
+		return phases
+	}
+	var out []Phase
+	for _, ph := range phases {
+		for run := 1; run <= n; run++ {
+			ph.Run = run
+			out = append(out, ph)
+		}
+	}
+	return out
 }
 
 // defaultRate is half the pods/s to Running of the setting's backlog in
@@ -602,7 +641,8 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	ph.Scheduler = clientCalls(metrics)
 	ph.DevicePlugin = delta(dpBefore, calls.devicePlugin.snapshot())
 	ph.Kubelet = delta(kubeletBefore, calls.kubelet.snapshot())
-	gaps := waitedHandOvers(agent.TakeHandOvers(), namespace, handed)
+	handOvers := agent.TakeHandOvers()
+	gaps := waitedHandOvers(handOvers, namespace, handed)
 	ph.HandOvers, ph.HandOverP50, ph.HandOverP99 = len(gaps), quantile(gaps, 0.50), quantile(gaps, 0.99)
 	ph.SchedulerLatency, ph.DevicePluginSpent = clientLatency(metrics), calls.devicePlugin.spentSoFar()-dpSpentBefore
 	h := metrics.attempts(ph.Profile, "scheduled")
@@ -634,7 +674,10 @@ func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode
 	} else {
 		ph.Packing = wholeCardPacking(allNodes.Items, pods.Items)
 	}
-	ph.Packing.BusiestNode = busiestNode(pods.Items)
+	var busiest string
+	busiest, ph.Packing.BusiestNode = busiestNode(pods.Items)
+	ph.Packing.FreeNodes = len(allNodes.Items) - ph.Packing.Nodes
+	ph.HandOverPerPod, ph.BusiestPerPod = perPodTimes(serviceTimes(handOvers, namespace, handed), busiest)
 	if ph.SchedulerHeap, ph.Cache, err = schedulerHeap(ctx, cp, opts.SchedulerBinary, args, opts.SchedulerLog); err != nil {
 		return ph, nil, err
 	}
@@ -699,17 +742,22 @@ func waitedHandOvers(all []simnode.HandOver, namespace string, handed map[string
 	return gaps
 }
 
-// busiestNode is the most pods bound to one node.
-func busiestNode(pods []corev1.Pod) int {
+// busiestNode is the node most pods are bound to (the first by name on a
+// tie), and how many.
+func busiestNode(pods []corev1.Pod) (string, int) {
 	perNode := map[string]int{}
-	most := 0
 	for i := range pods {
 		if n := pods[i].Spec.NodeName; n != "" {
 			perNode[n]++
-			most = max(most, perNode[n])
 		}
 	}
-	return most
+	busiest, most := "", 0
+	for n, count := range perNode {
+		if count > most || (count == most && n < busiest) {
+			busiest, most = n, count
+		}
+	}
+	return busiest, most
 }
 
 // Scheduler metrics read besides the attempts.
@@ -974,7 +1022,7 @@ func mixedRequest(rng *rand.Rand) gpuRequest {
 // Print writes the run as a table, one column per phase.
 func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "End-to-end: %s; %d pods per phase\n%s\n", r.Options.Nodes, r.Options.Pods, r.NodeSide)
-	fmt.Fprintln(w, "policy P: nodeSchedulerPolicy=P and gpuSchedulerPolicy=P, nodeQueueLimit as shipped; P/qN: nodeQueueLimit=N instead (0: none); P/gN: pods in gangs of N (a PodGroup each, members asking the same), P/sN: the same pods without gangs; time to Running from the scheduler's start (backlog) or the pod's creation (steady)")
+	fmt.Fprintln(w, "policy P: nodeSchedulerPolicy=P and gpuSchedulerPolicy=P, the queue bounds as shipped; P/qN: nodeQueueLimit=N and nodeQueueWait=0 instead (P/q0: none, HAMi's order); P/wD: nodeQueueWait=D; P/bD: burstQueueWait=D; P/gN: pods in gangs of N (a PodGroup each, members asking the same), P/sN: the same pods without gangs; time to Running from the scheduler's start (backlog) or the pod's creation (steady)")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	row := func(name string, f func(Phase) string) {
 		fmt.Fprintf(tw, "%s\t", name)
@@ -1042,7 +1090,20 @@ func (r *Result) Print(w io.Writer) {
 	row("kubelet calls/pod", func(p Phase) string { return ratio(float64(p.Kubelet.calls()), float64(p.Bound)) })
 	row("cards used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Cards, p.Packing.MinCards) })
 	row("nodes used (lower bound)", func(p Phase) string { return fmt.Sprintf("%d (%d)", p.Packing.Nodes, p.Packing.MinNodes) })
+	row("whole nodes left free", func(p Phase) string { return strconv.Itoa(p.Packing.FreeNodes) })
 	row("pods on the busiest node", func(p Phase) string { return strconv.Itoa(p.Packing.BusiestNode) })
+	row("hand-over per pod: all nodes / busiest", func(p Phase) string {
+		if p.HandOverPerPod == 0 {
+			return "-"
+		}
+		return p.HandOverPerPod.Round(10*time.Millisecond).String() + " / " + p.BusiestPerPod.Round(10*time.Millisecond).String()
+	})
+	row("bound: busiest node's pods x its hand-over", func(p Phase) string {
+		if p.HandOverBound() == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%s (time / bound %.2f)", p.HandOverBound().Round(100*time.Millisecond), ratioOf(p.Elapsed, p.HandOverBound()))
+	})
 	row("CPU per pod: scheduler / cluster", func(p Phase) string { return p.cpuPerPod() })
 	row("scheduler heap at the end (MiB)", func(p Phase) string { return mib(p.SchedulerHeap) })
 	row("device cache: nodes / cards / pods", func(p Phase) string {

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -22,11 +23,11 @@ import (
 )
 
 var (
-	nodesFlag  = flag.String("nodes", "200", "BenchmarkThroughput: number of nodes; several, separated by commas, run one after the other (e.g. 200,1000,2000)")
-	cardsFlag  = flag.Int("cards", 8, "BenchmarkThroughput: cards per node")
+	nodesFlag  = flag.String("nodes", "200", "BenchmarkThroughput: number of nodes, optionally with their cards per node (20x4); several, separated by commas, run one after the other (e.g. 200,1000,2000 or 20x4,200x8)")
+	cardsFlag  = flag.Int("cards", 8, "BenchmarkThroughput: cards per node of the sizes that name none")
 	modelFlag  = flag.String("model", "NVIDIA A100 40 GiB, split 10", "BenchmarkThroughput: card model, memory and split")
 	podsFlag   = flag.String("pods", "1000", "BenchmarkThroughput: pods per phase; one count per node count, or one for all")
-	policyFlag = flag.String("policies", "binpack,binpack/q0,spread,binpack/q1", "BenchmarkThroughput: HAMi settings to run: a policy (binpack, spread) setting the node and the card policy, with the shipped nodeQueueLimit or, after /qN, nodeQueueLimit N (e.g. binpack/q1; binpack/q0: none)")
+	policyFlag = flag.String("policies", "binpack,binpack/q0,spread,binpack/q1", "BenchmarkThroughput: HAMi settings to run: a policy (binpack, spread) setting the node and the card policy, with the shipped queue bounds or, after /qN, nodeQueueLimit N and nodeQueueWait 0 (e.g. binpack/q1; binpack/q0: none, HAMi's order), after /wD nodeQueueWait D, after /bD burstQueueWait D (e.g. binpack/b10s)")
 	arrivals   = flag.String("arrivals", "backlog,steady", "BenchmarkThroughput: HAMi arrivals to run: backlog, steady")
 	rateFlag   = flag.String("rate", "0", "BenchmarkThroughput: steady arrival rates in pods/s, each a phase of its own per setting, separated by commas (e.g. 10,20,30; 0: half the same policy's backlog pods/s)")
 	results    = flag.String("results", "", "BenchmarkThroughput: a file to write the run's figures into as JSON (internal/benchfigures), which make plots draws")
@@ -35,6 +36,8 @@ var (
 	dpBurst    = flag.Int("device-plugin-burst", simnode.DefaultDevicePluginBurst, "BenchmarkThroughput: burst of each node's device plugin client")
 	phaseLimit = flag.Duration("phase-timeout", 20*time.Minute, "BenchmarkThroughput: bound of each phase; pods not Running by then are reported")
 	admission  = flag.Duration("admission-delay", simnode.DefaultAdmissionDelay, "BenchmarkThroughput: kubelet admission delay (0: none)")
+	repeat     = flag.Int("runs", 1, "BenchmarkThroughput: runs of each HAMi phase, one after the other, for the median and the slowest (a table per setting over its runs)")
+	checkRules = flag.Bool("check-rules", false, "BenchmarkThroughput: fail when binpack as shipped breaks one of its rules (printed either way): bursts against HAMi's order (binpack/q0) and their own bound, steady arrivals against their rate")
 	profileDir = flag.String("phase-cpuprofile", "", "BenchmarkThroughput: a directory to write CPU profiles of each phase into, from the scheduler's start to the last pod Running: the cluster (this process) and the scheduler process (in 10 s pieces)")
 )
 
@@ -117,7 +120,7 @@ func needScheduler(tb testing.TB) {
 // flags; b.N is ignored (use -benchtime 1x).
 func BenchmarkThroughput(b *testing.B) {
 	needScheduler(b)
-	nodeCounts, podCounts, err := ParseSizes(*nodesFlag, *podsFlag)
+	sizes, podCounts, err := ParseSizes(*nodesFlag, *podsFlag)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,6 +130,7 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 	opts := Options{
 		Rates:           rates,
+		Repeat:          *repeat,
 		Timeout:         *phaseLimit,
 		Seed:            1,
 		Progress:        os.Stdout,
@@ -158,9 +162,10 @@ func BenchmarkThroughput(b *testing.B) {
 	var runs []*Result
 	for b.Loop() {
 		runs = runs[:0]
-		for i, n := range nodeCounts {
+		for i, size := range sizes {
 			o := opts
-			o.Nodes, o.Pods = fmt.Sprintf("%d nodes x %d cards of %s", n, *cardsFlag, *modelFlag), podCounts[i]
+			cards := cmp.Or(size.Cards, *cardsFlag)
+			o.Nodes, o.Pods = fmt.Sprintf("%d nodes x %d cards of %s", size.Nodes, cards, *modelFlag), podCounts[i]
 			r, err := Run(context.Background(), o)
 			if err != nil {
 				b.Fatal(err)
@@ -171,6 +176,10 @@ func BenchmarkThroughput(b *testing.B) {
 	}
 	if len(runs) > 1 {
 		PrintSizes(os.Stdout, runs)
+	}
+	PrintRepeats(os.Stdout, runs)
+	if !PrintRules(os.Stdout, Rules(runs)) && *checkRules {
+		b.Error("binpack as shipped broke a rule (above)")
 	}
 	if *results != "" {
 		now := time.Now().UTC()

@@ -15,7 +15,7 @@ import (
 
 // Setting is the HAMi configuration a phase runs: a policy, which sets
 // both nodeSchedulerPolicy and gpuSchedulerPolicy, and the node queue's
-// bounds, nodeQueueLimit and nodeQueueWait.
+// bounds, nodeQueueLimit, nodeQueueWait and burstQueueWait.
 type Setting struct {
 	Policy devices.NodePolicy
 	// QueueLimit is nodeQueueLimit when SetQueueLimit; otherwise the
@@ -26,6 +26,9 @@ type Setting struct {
 	// QueueWait is nodeQueueWait when SetQueueWait.
 	QueueWait    time.Duration
 	SetQueueWait bool
+	// BurstWait is burstQueueWait when SetBurstWait.
+	BurstWait    time.Duration
+	SetBurstWait bool
 	// Sets, when positive, draws one request for each Sets consecutive
 	// pods; with Gang they form a gang (a PodGroup of minMember Sets each),
 	// without it they are the same pods placed one by one.
@@ -35,7 +38,8 @@ type Setting struct {
 
 // String is "binpack" (the shipped queue bounds), "binpack/q2" with
 // nodeQueueLimit 2 and no nodeQueueWait ("binpack/q0": no bound, HAMi's
-// order), "binpack/w4s" with nodeQueueWait 4s, or both ("binpack/q10/w4s");
+// order), "binpack/w4s" with nodeQueueWait 4s, or both ("binpack/q10/w4s"),
+// "binpack/b10s" with burstQueueWait 10s;
 // "/g4" makes the pods gangs of 4 (a scheduler-plugins PodGroup each, its
 // members asking the same), "/s4" the same pods without gangs.
 func (s Setting) String() string {
@@ -45,6 +49,9 @@ func (s Setting) String() string {
 	}
 	if s.SetQueueWait {
 		out += "/w" + s.QueueWait.String()
+	}
+	if s.SetBurstWait {
+		out += "/b" + s.BurstWait.String()
 	}
 	if s.Sets > 0 {
 		kind := "s"
@@ -77,6 +84,12 @@ func ParseSetting(s string) (Setting, error) {
 				return Setting{}, fmt.Errorf("setting %q: queue wait %q: want a duration, 0s for none", s, part[1:])
 			}
 			out.QueueWait, out.SetQueueWait = d, true
+		case strings.HasPrefix(part, "b") && !out.SetBurstWait:
+			d, err := time.ParseDuration(part[1:])
+			if err != nil || d < 0 {
+				return Setting{}, fmt.Errorf("setting %q: burst queue wait %q: want a duration, 0s for none", s, part[1:])
+			}
+			out.BurstWait, out.SetBurstWait = d, true
 		case (strings.HasPrefix(part, "g") || strings.HasPrefix(part, "s")) && out.Sets == 0:
 			n, err := strconv.Atoi(part[1:])
 			if err != nil || n < 1 {
@@ -84,7 +97,7 @@ func ParseSetting(s string) (Setting, error) {
 			}
 			out.Sets, out.Gang = n, part[0] == 'g'
 		default:
-			return Setting{}, fmt.Errorf("setting %q: %q: want /qN (nodeQueueLimit), /wD (nodeQueueWait), /gN or /sN (gangs, or sets, of N), each at most once", s, part)
+			return Setting{}, fmt.Errorf("setting %q: %q: want /qN (nodeQueueLimit), /wD (nodeQueueWait), /bD (burstQueueWait), /gN or /sN (gangs, or sets, of N), each at most once", s, part)
 		}
 	}
 	return out, nil
@@ -103,6 +116,9 @@ func (s Setting) args() *hamiv1.HAMiArgs {
 	}
 	if s.SetQueueWait {
 		args.NodeQueueWait = &metav1.Duration{Duration: s.QueueWait}
+	}
+	if s.SetBurstWait {
+		args.BurstQueueWait = &metav1.Duration{Duration: s.BurstWait}
 	}
 	return args
 }

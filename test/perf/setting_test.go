@@ -46,6 +46,8 @@ func TestParseSetting(t *testing.T) {
 		{in: "binpack/q0", want: Setting{Policy: devices.NodeBinpack, SetQueueLimit: true}},
 		{in: "binpack/w4s", want: Setting{Policy: devices.NodeBinpack, QueueWait: 4 * time.Second, SetQueueWait: true}},
 		{in: "binpack/q10/w2.5s", want: Setting{Policy: devices.NodeBinpack, QueueLimit: 10, SetQueueLimit: true, QueueWait: 2500 * time.Millisecond, SetQueueWait: true}},
+		{in: "binpack/b10s", want: Setting{Policy: devices.NodeBinpack, BurstWait: 10 * time.Second, SetBurstWait: true}},
+		{in: "binpack/b-1s", wantErr: true},
 		{in: "binpack/g4", want: Setting{Policy: devices.NodeBinpack, Sets: 4, Gang: true}},
 		{in: "spread/s8", want: Setting{Policy: devices.NodeSpread, Sets: 8}},
 		{in: "binpack/w-1s", wantErr: true},
@@ -85,28 +87,32 @@ func TestSettingArgs(t *testing.T) {
 
 func TestBusiestNode(t *testing.T) {
 	pod := func(node string) corev1.Pod { return corev1.Pod{Spec: corev1.PodSpec{NodeName: node}} }
-	if got := busiestNode([]corev1.Pod{pod("a"), pod("b"), pod("a"), pod(""), pod("")}); got != 2 {
-		t.Errorf("busiest node holds %d pods, want 2 (unbound pods count for none)", got)
+	if name, got := busiestNode([]corev1.Pod{pod("b"), pod("a"), pod("b"), pod("a"), pod("c"), pod(""), pod(""), pod("")}); name != "a" || got != 2 {
+		t.Errorf("busiest node %s holds %d pods, want a (first by name of a tie), 2 (unbound pods count for none)", name, got)
 	}
 }
 
 func TestParseSizes(t *testing.T) {
 	tests := []struct {
-		nodes, pods         string
-		wantNodes, wantPods []int
-		wantErr             bool
+		nodes, pods string
+		wantSizes   []Size
+		wantPods    []int
+		wantErr     bool
 	}{
-		{nodes: "200", pods: "1000", wantNodes: []int{200}, wantPods: []int{1000}},
-		{nodes: "200,1000,2000", pods: "1000", wantNodes: []int{200, 1000, 2000}, wantPods: []int{1000, 1000, 1000}},
-		{nodes: "200, 2000", pods: "1000,4000", wantNodes: []int{200, 2000}, wantPods: []int{1000, 4000}},
+		{nodes: "200", pods: "1000", wantSizes: []Size{{Nodes: 200}}, wantPods: []int{1000}},
+		{nodes: "200,1000,2000", pods: "1000", wantSizes: []Size{{Nodes: 200}, {Nodes: 1000}, {Nodes: 2000}}, wantPods: []int{1000, 1000, 1000}},
+		{nodes: "200, 2000", pods: "1000,4000", wantSizes: []Size{{Nodes: 200}, {Nodes: 2000}}, wantPods: []int{1000, 4000}},
+		{nodes: "20x4,200x8", pods: "100,1000", wantSizes: []Size{{Nodes: 20, Cards: 4}, {Nodes: 200, Cards: 8}}, wantPods: []int{100, 1000}},
 		{nodes: "200,1000,2000", pods: "1000,4000", wantErr: true},
 		{nodes: "0", pods: "1", wantErr: true},
+		{nodes: "20x0", pods: "1", wantErr: true},
+		{nodes: "20x", pods: "1", wantErr: true},
 		{nodes: "200", pods: "x", wantErr: true},
 	}
 	for _, tt := range tests {
-		nodes, pods, err := ParseSizes(tt.nodes, tt.pods)
-		if (err != nil) != tt.wantErr || !slices.Equal(nodes, tt.wantNodes) || !slices.Equal(pods, tt.wantPods) {
-			t.Errorf("ParseSizes(%q, %q) = %v, %v, %v; want %v, %v (error %v)", tt.nodes, tt.pods, nodes, pods, err, tt.wantNodes, tt.wantPods, tt.wantErr)
+		sizes, pods, err := ParseSizes(tt.nodes, tt.pods)
+		if (err != nil) != tt.wantErr || !slices.Equal(sizes, tt.wantSizes) || !slices.Equal(pods, tt.wantPods) {
+			t.Errorf("ParseSizes(%q, %q) = %v, %v, %v; want %v, %v (error %v)", tt.nodes, tt.pods, sizes, pods, err, tt.wantSizes, tt.wantPods, tt.wantErr)
 		}
 	}
 }

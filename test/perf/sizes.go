@@ -9,9 +9,16 @@ import (
 	"time"
 )
 
-// ParseSizes reads the cluster sizes of a run: comma-separated node counts
-// and pod counts, the pods either one count for every size or one per size.
-func ParseSizes(nodes, pods string) (nodeCounts, podCounts []int, err error) {
+// Size is one cluster size of a run: its nodes, and its cards per node
+// (0: the run's -cards).
+type Size struct {
+	Nodes, Cards int
+}
+
+// ParseSizes reads the cluster sizes of a run: comma-separated node counts,
+// each optionally with its cards per node ("20x4"), and pod counts, the
+// pods either one count for every size or one per size.
+func ParseSizes(nodes, pods string) (sizes []Size, podCounts []int, err error) {
 	read := func(what, list string) ([]int, error) {
 		var out []int
 		for f := range strings.SplitSeq(list, ",") {
@@ -23,22 +30,34 @@ func ParseSizes(nodes, pods string) (nodeCounts, podCounts []int, err error) {
 		}
 		return out, nil
 	}
-	if nodeCounts, err = read("nodes", nodes); err != nil {
-		return nil, nil, err
+	for f := range strings.SplitSeq(nodes, ",") {
+		count, cards, withCards := strings.Cut(strings.TrimSpace(f), "x")
+		n, err := strconv.Atoi(count)
+		c := 0
+		if withCards {
+			c, err = strconv.Atoi(cards)
+			if err == nil && c <= 0 {
+				err = fmt.Errorf("no cards")
+			}
+		}
+		if err != nil || n <= 0 {
+			return nil, nil, fmt.Errorf("nodes %q: want positive node counts, each optionally with its cards per node (200x8), separated by commas", nodes)
+		}
+		sizes = append(sizes, Size{Nodes: n, Cards: c})
 	}
 	if podCounts, err = read("pods", pods); err != nil {
 		return nil, nil, err
 	}
 	switch len(podCounts) {
-	case len(nodeCounts):
+	case len(sizes):
 	case 1:
-		for len(podCounts) < len(nodeCounts) {
+		for len(podCounts) < len(sizes) {
 			podCounts = append(podCounts, podCounts[0])
 		}
 	default:
-		return nil, nil, fmt.Errorf("pods %q: want one count, or one per node count (%d)", pods, len(nodeCounts))
+		return nil, nil, fmt.Errorf("pods %q: want one count, or one per node count (%d)", pods, len(sizes))
 	}
-	return nodeCounts, podCounts, nil
+	return sizes, podCounts, nil
 }
 
 // ParseRates reads steady arrival rates in pods/s, separated by commas;

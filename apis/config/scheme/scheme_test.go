@@ -81,8 +81,9 @@ func defaults() *config.HAMiArgs {
 		GPUSchedulerPolicy:  "spread",
 		NodeLockExpiry:      metav1.Duration{Duration: 5 * time.Minute},
 		NodeLockWait:        metav1.Duration{Duration: 30 * time.Second},
-		NodeQueueLimit:      20,
+		NodeQueueLimit:      0,
 		NodeQueueWait:       metav1.Duration{Duration: 2 * time.Second},
+		BurstQueueWait:      metav1.Duration{},
 		CandidateNodes:      100,
 		DeviceConfigFile:    "",
 		Vendors:             []config.VendorArgs{{Name: "nvidia", DefaultCount: ptr.To[int32](1)}},
@@ -254,6 +255,7 @@ func TestWriteConfig(t *testing.T) {
 		name: "defaults",
 		want: `  - args:
       apiVersion: kubescheduler.config.k8s.io/v1
+      burstQueueWait: 0s
       candidateNodes: 100
       deviceConfigFile: ""
       enableAscend: false
@@ -262,7 +264,7 @@ func TestWriteConfig(t *testing.T) {
       kind: HAMiArgs
       nodeLockExpiry: 5m0s
       nodeLockWait: 30s
-      nodeQueueLimit: 20
+      nodeQueueLimit: 0
       nodeQueueWait: 2s
       nodeSchedulerPolicy: binpack
       successEvents: false
@@ -277,6 +279,7 @@ func TestWriteConfig(t *testing.T) {
 		args: "nodeSchedulerPolicy: spread\ndeviceConfigFile: /config/device-config.yaml\n",
 		want: `  - args:
       apiVersion: kubescheduler.config.k8s.io/v1
+      burstQueueWait: 0s
       candidateNodes: 100
       deviceConfigFile: /config/device-config.yaml
       enableAscend: false
@@ -285,7 +288,7 @@ func TestWriteConfig(t *testing.T) {
       kind: HAMiArgs
       nodeLockExpiry: 1m30s
       nodeLockWait: 30s
-      nodeQueueLimit: 20
+      nodeQueueLimit: 0
       nodeQueueWait: 2s
       nodeSchedulerPolicy: spread
       successEvents: false

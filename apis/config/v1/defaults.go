@@ -15,15 +15,18 @@ const (
 	DefaultNodeLockExpiry      = 5 * time.Minute
 	DefaultNodeLockWait        = 30 * time.Second
 	DefaultVendor              = "nvidia"
-	// DefaultNodeQueueLimit is about 30 s of a HAMi device plugin's work
-	// (one pod per 1.6 s): a burst queues no longer than that on a node
-	// while binpack still packs it onto few nodes (docs/benchmarks.md).
-	DefaultNodeQueueLimit int32 = 20
+	// DefaultNodeQueueLimit puts no count limit on a node's queue: a
+	// burst queues on a node as long as its cards hold the burst's pods,
+	// as in HAMi's order (docs/configuration.md).
+	DefaultNodeQueueLimit int32 = 0
 	// DefaultNodeQueueWait lets one pod wait on a node behind the one its
 	// device plugin serves (1.25 pods of 1.6 s): a steady stream keeps
 	// every node it uses busy, with the fewest waiting; a longer wait
 	// uses the same nodes with longer queues (docs/benchmarks.md).
 	DefaultNodeQueueWait = 2 * time.Second
+	// DefaultBurstQueueWait puts no time bound on a burst's queue on a
+	// node: bursts pack as in HAMi's order (docs/configuration.md).
+	DefaultBurstQueueWait = 0
 	// DefaultCandidateNodes is kube-scheduler's own floor of nodes to
 	// find feasible (minFeasibleNodesToFind).
 	DefaultCandidateNodes int32 = 100
@@ -76,6 +79,9 @@ func SetDefaults_HAMiArgs(obj *HAMiArgs) {
 	}
 	if obj.NodeQueueWait == nil {
 		obj.NodeQueueWait = &metav1.Duration{Duration: DefaultNodeQueueWait}
+	}
+	if obj.BurstQueueWait == nil {
+		obj.BurstQueueWait = &metav1.Duration{Duration: DefaultBurstQueueWait}
 	}
 	if obj.CandidateNodes == nil {
 		obj.CandidateNodes = ptr.To(DefaultCandidateNodes)

@@ -33,29 +33,40 @@ type HAMiArgs struct {
 	// NodeLockWait bounds how long PreBind waits for a node locked by
 	// another pod before it fails and the pod is retried (default 30s).
 	NodeLockWait *metav1.Duration `json:"nodeLockWait,omitempty"`
-	// NodeQueueLimit is how many of this scheduler's pods may be handed
-	// over to one node at a time (holding or waiting for its node lock,
-	// until its device plugin has served them) before Score prefers nodes
-	// with shorter queues: nodes are ranked first by their queue's length
-	// divided by the limit, then by the node policy. HAMi's node lock lets
-	// a node take one pod per device-plugin round trip (about 1.6 s with
-	// HAMi's 5 QPS client), so a burst sent to the few nodes binpack
-	// prefers waits in line; a small limit spreads a burst over more nodes
-	// (more nodes and cards touched), a large one keeps the policy's order.
-	// With NodeQueueWait set, the limit is the burst allowance: a node's
-	// queue may grow past NodeQueueWait's bound up to this many pods while
-	// as many pods still wait for this scheduler (a backlog), so that a
-	// burst is packed onto few nodes; outside bursts NodeQueueWait rules.
-	// Default DefaultNodeQueueLimit; 0: no limit, HAMi's order.
+	// NodeQueueLimit is the most of this scheduler's pods one node's
+	// queue holds (pods handed over to the node, holding or waiting for
+	// its node lock, until its device plugin has served them) before Score
+	// prefers nodes with shorter queues: nodes are ranked first by their
+	// queue's length divided by the limit, then by the node policy. HAMi's
+	// node lock lets a node take one pod per device-plugin round trip
+	// (about 1.6 s with HAMi's 5 QPS client). With NodeQueueWait set, it
+	// caps what a burst may queue on one node, in pods (as BurstQueueWait
+	// does in time); with NodeQueueWait 0 it is the bound at every time.
+	// Default DefaultNodeQueueLimit: 0, no count limit (with
+	// NodeQueueWait 0 too: HAMi's order).
 	NodeQueueLimit *int32 `json:"nodeQueueLimit,omitempty"`
-	// NodeQueueWait bounds a node's queue in time: once the pods of this
-	// scheduler in hand-over to a node make an expected wait of at least
-	// this (the pods queued times the node's measured hand-over time per
-	// pod, DefaultHandOverTime until measured), Score prefers nodes with a
-	// shorter wait, as NodeQueueLimit does by count. During a burst the
-	// queue may grow to NodeQueueLimit pods (see there). Default
-	// DefaultNodeQueueWait; 0: the count limit alone, at every time.
+	// NodeQueueWait bounds a node's queue in time for pods that arrive
+	// one after the other: once the pods of this scheduler in hand-over to
+	// a node make an expected wait of at least this (the pods queued times
+	// the node's measured hand-over time per pod, DefaultHandOverTime
+	// until measured, the one being served counting half), Score prefers
+	// nodes with a shorter wait, as
+	// NodeQueueLimit does by count. A burst (pods waiting for the
+	// scheduler together) may queue past it on the nodes it packs, up to
+	// its own size (see BurstQueueWait). Default DefaultNodeQueueWait; 0:
+	// NodeQueueLimit alone, at every time.
 	NodeQueueWait *metav1.Duration `json:"nodeQueueWait,omitempty"`
+	// BurstQueueWait trades cards for speed in bursts: it bounds, in
+	// expected device-plugin work as NodeQueueWait does, how many of a
+	// burst's pods one node's queue may hold. Default 0: no bound, a burst
+	// queues on the nodes binpack packs it onto as long as their cards
+	// hold it, so it uses the nodes and cards of HAMi's order and is
+	// Running after its busiest node's pods x that node's hand-over time.
+	// A duration opens more nodes as a node's queue reaches it: a burst is
+	// Running after about that long, on more nodes and cards
+	// (docs/configuration.md has the figures of both). Applies with
+	// NodeQueueWait set; never below NodeQueueWait.
+	BurstQueueWait *metav1.Duration `json:"burstQueueWait,omitempty"`
 	// CandidateNodes bounds the nodes the other plugins filter and score
 	// for a device pod on a large cluster: when more nodes have cards the
 	// pod asks for, PreFilter offers the framework only this many, the

@@ -115,6 +115,9 @@ func autoConvert_v1_HAMiArgs_To_config_HAMiArgs(in *HAMiArgs, out *config.HAMiAr
 	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.NodeQueueWait, &out.NodeQueueWait, s); err != nil {
 		return err
 	}
+	if err := metav1.Convert_Pointer_v1_Duration_To_v1_Duration(&in.BurstQueueWait, &out.BurstQueueWait, s); err != nil {
+		return err
+	}
 	if err := metav1.Convert_Pointer_int32_To_int32(&in.CandidateNodes, &out.CandidateNodes, s); err != nil {
 		return err
 	}
@@ -156,6 +159,9 @@ func autoConvert_config_HAMiArgs_To_v1_HAMiArgs(in *config.HAMiArgs, out *HAMiAr
 		return err
 	}
 	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.NodeQueueWait, &out.NodeQueueWait, s); err != nil {
+		return err
+	}
+	if err := metav1.Convert_v1_Duration_To_Pointer_v1_Duration(&in.BurstQueueWait, &out.BurstQueueWait, s); err != nil {
 		return err
 	}
 	if err := metav1.Convert_int32_To_Pointer_int32(&in.CandidateNodes, &out.CandidateNodes, s); err != nil {

@@ -89,6 +89,11 @@ func (in *HAMiArgs) DeepCopyInto(out *HAMiArgs) {
 		*out = new(metav1.Duration)
 		**out = **in
 	}
+	if in.BurstQueueWait != nil {
+		in, out := &in.BurstQueueWait, &out.BurstQueueWait
+		*out = new(metav1.Duration)
+		**out = **in
+	}
 	if in.CandidateNodes != nil {
 		in, out := &in.CandidateNodes, &out.CandidateNodes
 		*out = new(int32)

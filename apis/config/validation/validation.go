@@ -38,6 +38,9 @@ func ValidateHAMiArgs(path *field.Path, args *config.HAMiArgs, knownVendors []st
 	if args.NodeQueueWait.Duration < 0 {
 		errs = append(errs, field.Invalid(path.Child("nodeQueueWait"), args.NodeQueueWait.Duration.String(), "must not be negative (0: the count limit alone)"))
 	}
+	if args.BurstQueueWait.Duration < 0 {
+		errs = append(errs, field.Invalid(path.Child("burstQueueWait"), args.BurstQueueWait.Duration.String(), "must not be negative (0: no bound, bursts pack as in HAMi's order)"))
+	}
 	if args.CandidateNodes < 0 {
 		errs = append(errs, field.Invalid(path.Child("candidateNodes"), args.CandidateNodes, "must not be negative (0: every node)"))
 	}

@@ -63,6 +63,8 @@ func TestValidateHAMiArgs(t *testing.T) {
 		{"candidateNodes negative", func(a *config.HAMiArgs) { a.CandidateNodes = -1 }, []string{"FieldValueInvalid candidateNodes"}},
 		{"nodeQueueWait negative", func(a *config.HAMiArgs) { a.NodeQueueWait.Duration = -time.Second }, []string{"FieldValueInvalid nodeQueueWait"}},
 		{"nodeQueueWait zero (the count alone)", func(a *config.HAMiArgs) { a.NodeQueueWait.Duration = 0 }, nil},
+		{"burstQueueWait negative", func(a *config.HAMiArgs) { a.BurstQueueWait.Duration = -time.Second }, []string{"FieldValueInvalid burstQueueWait"}},
+		{"burstQueueWait 10s", func(a *config.HAMiArgs) { a.BurstQueueWait.Duration = 10 * time.Second }, nil},
 		{"deviceConfigFile alone", func(a *config.HAMiArgs) { a.DeviceConfigFile, a.Vendors = "/config/device-config.yaml", nil }, nil},
 		{"deviceConfigFile with vendors", func(a *config.HAMiArgs) { a.DeviceConfigFile = "/config/device-config.yaml" }, []string{"FieldValueForbidden vendors"}},
 		{"enableAscend with deviceConfigFile", func(a *config.HAMiArgs) {

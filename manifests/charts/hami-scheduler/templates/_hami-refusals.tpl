@@ -162,6 +162,12 @@ not use.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- with .Values.scheduler.burstQueueWait -}}
+{{- $ours := index ($root.Values.scheduler.pluginArgs | default dict) "burstQueueWait" -}}
+{{- if and $ours (ne (toString $ours) (toString .)) -}}
+{{- $out = append $out (printf "scheduler.burstQueueWait: %v differs from scheduler.pluginArgs.burstQueueWait %v; set one" . $ours) -}}
+{{- end -}}
+{{- end -}}
 {{- with .Values.scheduler.metricsBindAddress -}}
 {{- $port := include "hami-scheduler.metricsPort" $root | int -}}
 {{- if and $root.Values.scheduler.service.enabled (ne ($root.Values.scheduler.service.monitorTargetPort | int) $port) -}}

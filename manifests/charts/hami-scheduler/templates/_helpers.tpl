@@ -146,6 +146,9 @@ The HAMi plugin's args: scheduler.pluginArgs with HAMi's default policies
 {{- $_ := set $args $policy (fromJson .).v -}}
 {{- end -}}
 {{- end -}}
+{{- with .Values.scheduler.burstQueueWait -}}
+{{- $_ := set $args "burstQueueWait" . -}}
+{{- end -}}
 {{- if include "hami-scheduler.deviceConfigMap" . -}}
 {{- $_ := set $args "deviceConfigFile" (include "hami-scheduler.deviceConfigFile" .) -}}
 {{- end -}}
@@ -279,7 +282,8 @@ profiles:
   #     nodeLockExpiry: 5m             # or env HAMI_NODELOCK_EXPIRE
   #     nodeLockWait: 30s
   #     nodeQueueWait: 2s              # device-plugin work queued on a node before Score prefers shorter queues; 0: the count alone
-  #     nodeQueueLimit: 20             # pods a burst may queue on a node (with nodeQueueWait 0: at every time); 0: none
+  #     burstQueueWait: 0s             # a burst's work queued on a node before Score prefers shorter queues (chart value scheduler.burstQueueWait); 0: none, HAMi's packing
+  #     nodeQueueLimit: 0              # pods queued on a node before Score prefers shorter queues, a burst's included (with nodeQueueWait 0: the bound); 0: none
   #     candidateNodes: 100            # nodes offered to the other plugins per device pod on larger clusters; 0: every node
   #     deviceConfigFile: ""           # HAMi's device-config.yaml (chart value deviceConfig)
   #     vendors:
