@@ -31,6 +31,11 @@ type CardUse struct {
 	// register annotation), or the name of the DRA driver whose
 	// ResourceSlice publishes it.
 	Kind string
+	// AlsoDRA is, for a card a device plugin registers, the DRA driver
+	// that publishes it too (same UUID: a node moving from one to the
+	// other whose register annotation remains); empty otherwise. The card
+	// is one card, of the device plugin's kind, as the scheduler counts it.
+	AlsoDRA string
 	devices.Card
 	// CoreTotal is the core total the scheduler checks the card's grants
 	// against: Card.Cores, but 100 for an Ascend NPU in hami-core mode

@@ -67,7 +67,9 @@ func (rd *reader) readDRACards(node string, v devices.Vendor, nd *dra.NodeDevice
 	for _, d := range ds {
 		key := cardKey{node, v.Name(), d.Card.UUID}
 		idx, listed := rd.cards[key]
-		if !listed {
+		if listed {
+			rd.r.Cards[idx].AlsoDRA = d.Driver.Name
+		} else {
 			idx = len(rd.r.Cards)
 			rd.cards[key] = idx
 			rd.r.Cards = append(rd.r.Cards, CardUse{Node: node, Vendor: v.Name(), Kind: d.Driver.Name, Card: d.Card, CoreTotal: coreTotal(v, &d.Card)})

@@ -308,9 +308,9 @@ func TestReadClusterKinds(t *testing.T) {
 	r := ReadCluster(Cluster{Vendors: vendors, Nodes: nodes, Slices: slices, DRASplit: func(string) int32 { return 4 }})
 	var got []string
 	for _, c := range r.Cards {
-		got = append(got, fmt.Sprintf("%s %s %s split %d", c.Node, c.Kind, c.UUID, c.Split))
+		got = append(got, fmt.Sprintf("%s %s (also %q) %s split %d", c.Node, c.Kind, c.AlsoDRA, c.UUID, c.Split))
 	}
-	want := []string{"dp-0 device-plugin GPU-d0 split 10", "dra-0 hami-core-gpu.project-hami.io GPU-h0 split 4"}
+	want := []string{`dp-0 device-plugin (also "gpu.nvidia.com") GPU-d0 split 10`, `dra-0 hami-core-gpu.project-hami.io (also "") GPU-h0 split 4`}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("cards (-want +got):\n%s", diff)
 	}

@@ -67,7 +67,11 @@ func WriteTable(w io.Writer, vendors []devices.Vendor, r Report, pods []corev1.P
 		if c.Overcommitted() {
 			flag = "  OVER-COMMITTED"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t#%d\t%s\t%s\t%d/%d\t%d/%d\t%d/%d\t%s%s\n", c.Node, c.Kind, c.Vendor, c.Index, shortUUID(c.UUID), c.Model,
+		kind := c.Kind
+		if c.AlsoDRA != "" {
+			kind += "+" + c.AlsoDRA
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t#%d\t%s\t%s\t%d/%d\t%d/%d\t%d/%d\t%s%s\n", c.Node, kind, c.Vendor, c.Index, shortUUID(c.UUID), c.Model,
 			c.Used.Sharers, c.Split, c.Used.MemoryMiB, c.MemoryMiB, c.Used.Cores, c.CoreTotal, uniqueNames(c.Pods), flag)
 	}
 	_ = tw.Flush()

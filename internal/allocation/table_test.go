@@ -86,22 +86,29 @@ func TestWriteTableVendors(t *testing.T) {
 }
 
 // A DRA card shows its driver as its kind, and a pod holding it by a
-// claim is listed with the card, though it asks no count resource.
+// claim is listed with the card, though it asks no count resource; a
+// card a device plugin registers and a driver publishes too is one row,
+// of both kinds.
 func TestWriteTableDRA(t *testing.T) {
 	vendors := nvidiaOnly(t)
 	s := nodeSlice(dra.HAMiCore, "dra-0", draDevice(dra.HAMiCore, 0, "GPU-h0", 40*gib, true))
+	moving := nodeSlice(dra.HAMiCore, "moving-0", draDevice(dra.HAMiCore, 0, "GPU-m0", 40*gib, true))
 	d := dra.Inventory([]*resourceapi.ResourceSlice{&s}, func(string) int32 { return 10 }).Devices[0]
 	p := runningPod("native", "dra-0", "c")
 	claim := nativeClaim("gpu", d, []*corev1.Pod{&p}, "memory=4Gi", "cores=25")
 	pods := []corev1.Pod{p}
-	r := ReadCluster(Cluster{Vendors: vendors, Nodes: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "dra-0"}}}, Pods: pods,
-		Slices: []resourceapi.ResourceSlice{s}, Claims: []resourceapi.ResourceClaim{claim}})
+	nodes := []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "dra-0"}}, {ObjectMeta: metav1.ObjectMeta{Name: "moving-0", Annotations: map[string]string{
+		nvidia.RegisterAnnotation: `[{"id":"GPU-m0","index":0,"count":10,"devmem":40960,"devcore":100,"type":"NVIDIA-A100","health":true}]`,
+	}}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{nvidia.DefaultCountName: resource.MustParse("10")}}}}
+	r := ReadCluster(Cluster{Vendors: vendors, Nodes: nodes, Pods: pods,
+		Slices: []resourceapi.ResourceSlice{s, moving}, Claims: []resourceapi.ResourceClaim{claim}})
 	var out strings.Builder
 	WriteTable(&out, vendors, r, pods)
 	got := out.String()
 	for _, want := range []string{
 		"ns         native  Running  dra-0  c          NVIDIA  #0 GPU-h0  4096 MiB  25%",
-		"dra-0  hami-core-gpu.project-hami.io  NVIDIA  #0    GPU-h0  NVIDIA A100-SXM4-40GB  1/10    4096/40960    25/100  ns/native",
+		"dra-0     hami-core-gpu.project-hami.io                NVIDIA  #0    GPU-h0  NVIDIA A100-SXM4-40GB  1/10    4096/40960    25/100  ns/native",
+		"moving-0  device-plugin+hami-core-gpu.project-hami.io  NVIDIA  #0    GPU-m0  NVIDIA-A100            0/10    0/40960       0/100   -",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
