@@ -334,26 +334,10 @@ func (c *deviceCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	cards := map[cardKey]cardRef{}
 	for _, p := range sources {
 		for _, nc := range p.cache.AllCards() {
-			for i, card := range nc.Cards {
-				key := cardKey{nc.Node, card.UUID}
-				if _, seen := cards[key]; seen {
-					continue
-				}
-				cards[key] = cardRef{index: card.Index, model: card.Model, cores: card.Cores}
-				u := nc.Used[i]
-				index := strconv.Itoa(card.Index)
-				totalCores := strconv.Itoa(int(card.Cores))
-				coreLimit, coreUsed := normalizedCores(card.Model, card.Cores, u.Cores)
-				gauge(c.memoryLimit, float64(card.MemoryMiB)*mib, nc.Node, card.UUID, index, card.Model)
-				gauge(c.coreLimit, coreLimit, nc.Node, card.UUID, index, card.Model)
-				gauge(c.memoryAllocated, float64(u.MemoryMiB)*mib, nc.Node, card.UUID, index, totalCores, card.Model)
-				gauge(c.sharedCount, float64(u.Sharers), nc.Node, card.UUID, index, card.Model)
-				gauge(c.coreAllocated, coreUsed, nc.Node, card.UUID, index, card.Model)
-				gauge(c.overview, float64(u.MemoryMiB)*mib, nc.Node, card.UUID, index, totalCores, strconv.Itoa(int(card.MemoryMiB)), card.Model)
-				if card.MemoryMiB > 0 {
-					gauge(c.memoryRatio, float64(u.MemoryMiB)/float64(card.MemoryMiB), nc.Node, card.UUID, index, card.Model)
-				}
-			}
+			c.collectCards(cards, gauge, nc)
+		}
+		for _, nc := range p.draNodeCards() {
+			c.collectCards(cards, gauge, nc)
 		}
 	}
 	type podCard struct {
@@ -399,6 +383,58 @@ func (c *deviceCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	gauge(c.cacheSize, float64(s.Pods), "pods")
 	gauge(c.cacheSize, float64(s.AssumedPods), "assumed_pods")
 	gauge(c.cacheSize, float64(s.UnreadablePods), "unreadable_pods")
+}
+
+// collectCards renders the card gauges of one node's cards of a vendor,
+// each card (by node and UUID) once: the first source, and the first
+// account, that has it.
+func (c *deviceCollector) collectCards(cards map[cardKey]cardRef, gauge func(*metrics.Desc, float64, ...string), nc devicecache.NodeCards) {
+	for i, card := range nc.Cards {
+		key := cardKey{nc.Node, card.UUID}
+		if _, seen := cards[key]; seen {
+			continue
+		}
+		cards[key] = cardRef{index: card.Index, model: card.Model, cores: card.Cores}
+		u := nc.Used[i]
+		index := strconv.Itoa(card.Index)
+		totalCores := strconv.Itoa(int(card.Cores))
+		coreLimit, coreUsed := normalizedCores(card.Model, card.Cores, u.Cores)
+		gauge(c.memoryLimit, float64(card.MemoryMiB)*mib, nc.Node, card.UUID, index, card.Model)
+		gauge(c.coreLimit, coreLimit, nc.Node, card.UUID, index, card.Model)
+		gauge(c.memoryAllocated, float64(u.MemoryMiB)*mib, nc.Node, card.UUID, index, totalCores, card.Model)
+		gauge(c.sharedCount, float64(u.Sharers), nc.Node, card.UUID, index, card.Model)
+		gauge(c.coreAllocated, coreUsed, nc.Node, card.UUID, index, card.Model)
+		gauge(c.overview, float64(u.MemoryMiB)*mib, nc.Node, card.UUID, index, totalCores, strconv.Itoa(int(card.MemoryMiB)), card.Model)
+		if card.MemoryMiB > 0 {
+			gauge(c.memoryRatio, float64(u.MemoryMiB)/float64(card.MemoryMiB), nc.Node, card.UUID, index, card.Model)
+		}
+	}
+}
+
+// draNodeCards are the cards DRA drivers publish that the scheduler
+// accounts as DRA cards (accountedCards: a node's vendor no device plugin
+// registers), with what every allocated claim takes of them (HAMi's,
+// HAMi-DRA's, native ones: kube-scheduler's DRA manager's account) and
+// what pods a device plugin served there before the node moved hold;
+// none without DRA nodes.
+func (p *Plugin) draNodeCards() []devicecache.NodeCards {
+	if p.dra == nil {
+		return nil
+	}
+	view, err := p.dra.view()
+	if err != nil || view == nil {
+		return nil
+	}
+	var out []devicecache.NodeCards
+	for _, node := range view.nodes() {
+		for vi := range p.registry.Vendors() {
+			cards, used, onDRA, err := p.accountedCards(view, node, vi, nil)
+			if err == nil && onDRA {
+				out = append(out, devicecache.NodeCards{Node: node, Vendor: vi, Cards: cards, Used: used})
+			}
+		}
+	}
+	return out
 }
 
 // cardRef is what the per-pod and MIG series need of a card.
