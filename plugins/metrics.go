@@ -418,11 +418,8 @@ func (c *deviceCollector) collectCards(cards map[cardKey]cardRef, gauge func(*me
 // what pods a device plugin served there before the node moved hold;
 // none without DRA nodes.
 func (p *Plugin) draNodeCards() []devicecache.NodeCards {
-	if p.dra == nil {
-		return nil
-	}
-	view, err := p.dra.view()
-	if err != nil || view == nil {
+	view := p.scrapeDRAView()
+	if view == nil {
 		return nil
 	}
 	var out []devicecache.NodeCards
@@ -435,6 +432,19 @@ func (p *Plugin) draNodeCards() []devicecache.NodeCards {
 		}
 	}
 	return out
+}
+
+// scrapeDRAView is a view of the DRA account for one scrape; nil without DRA
+// cards or when it cannot be read.
+func (p *Plugin) scrapeDRAView() draView {
+	if p.dra == nil {
+		return nil
+	}
+	view, err := p.dra.view()
+	if err != nil {
+		return nil
+	}
+	return view
 }
 
 // cardRef is what the per-pod and MIG series need of a card.
@@ -456,17 +466,30 @@ func (c *deviceCollector) collectQuotas(sources []*Plugin, gauge func(*metrics.D
 	seen := map[row]bool{}
 	for _, p := range sources {
 		used := map[row]int64{}
+		add := func(ns string, v devices.Vendor, memoryMiB, cores int64) {
+			r := v.Resources()
+			if r.Memory != "" {
+				used[row{ns, r.Memory}] += memoryMiB
+			}
+			if r.Cores != "" {
+				used[row{ns, r.Cores}] += cores
+			}
+		}
 		for ns, uses := range p.cache.NamespaceUses() {
 			for vi, v := range p.registry.Vendors() {
 				if vi >= len(uses) {
 					break
 				}
-				r := v.Resources()
-				if r.Memory != "" {
-					used[row{ns, r.Memory}] += uses[vi].MemoryMiB
-				}
-				if r.Cores != "" {
-					used[row{ns, r.Cores}] += uses[vi].Cores
+				add(ns, v, uses[vi].MemoryMiB, uses[vi].Cores)
+			}
+		}
+		// What the namespaces' claims take of DRA cards counts in the
+		// quota as the scheduler checks it (quota.go).
+		if view := p.scrapeDRAView(); view != nil {
+			for _, ns := range view.claimNamespaces() {
+				for vi, v := range p.registry.Vendors() {
+					memoryMiB, cores := view.namespaceUse(ns, vi)
+					add(ns, v, memoryMiB, cores)
 				}
 			}
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +18,9 @@ import (
 type fakeDRAView struct {
 	cardsOf map[string][]devices.Card
 	usedOf  map[string][]devices.Usage
+	// claimUse is what each namespace's claims take of the cards, MiB
+	// and cores.
+	claimUse map[string][2]int64
 }
 
 func (v fakeDRAView) cards(node string, vi int, dst []devices.Usage) ([]devices.Card, []devices.Usage, error) {
@@ -36,7 +38,20 @@ func (v fakeDRAView) nodes() []string {
 	return out
 }
 
-func (fakeDRAView) namespaceUse(string, int) (int64, int64) { return 0, 0 }
+func (v fakeDRAView) namespaceUse(ns string, vi int) (int64, int64) {
+	if vi != 0 {
+		return 0, 0
+	}
+	return v.claimUse[ns][0], v.claimUse[ns][1]
+}
+
+func (v fakeDRAView) claimNamespaces() []string {
+	var out []string
+	for ns := range v.claimUse {
+		out = append(out, ns)
+	}
+	return out
+}
 
 func (fakeDRAView) holding(*corev1.Pod, string) (devicecache.Holding, bool) {
 	return devicecache.Holding{}, false
@@ -110,17 +125,32 @@ func TestDeviceCollectorDRACards(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			deadline := time.Now().Add(5 * time.Second)
-			for s := h.plugin.cache.Stats(); s.Nodes != len(tt.objs) || s.Pods != len(tt.pods); s = h.plugin.cache.Stats() {
-				if time.Now().After(deadline) {
-					t.Fatalf("cache holds %+v, want %d nodes, %d pods", s, len(tt.objs), len(tt.pods))
-				}
-				time.Sleep(time.Millisecond)
-			}
+			waitForCache(t, h, len(tt.objs), len(tt.pods))
 			h.plugin.dra = fakeDRARoute{v: tt.view}
 			if err := compareCollector([]*Plugin{h.plugin}, tt.want, cardGauges); err != nil {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// TestDeviceCollectorDRAQuota: what a namespace's claims take of DRA
+// cards counts in hami_resource_quota_used beside its pods' grants, as the
+// scheduler's quota check counts it; a namespace with claims alone has
+// its row.
+func TestDeviceCollectorDRAQuota(t *testing.T) {
+	h := newHarness(t, nil, gpuNode("n1", card("n1-g0", 40960)), boundPod("ml", "served", "n1", "n1-g0,NVIDIA,8000,20:;", "", 1))
+	waitForCache(t, h, 1, 1)
+	h.plugin.dra = fakeDRARoute{v: fakeDRAView{claimUse: map[string][2]int64{"ml": {2048, 10}, "claims-only": {1024, 5}}}}
+	want := `
+# HELP hami_resource_quota_used [ALPHA] resourcequota usage for a certain device
+# TYPE hami_resource_quota_used gauge
+hami_resource_quota_used{limit="0",namespace="claims-only",quota_name="nvidia.com/gpucores",zone="vGPU"} 5
+hami_resource_quota_used{limit="0",namespace="claims-only",quota_name="nvidia.com/gpumem",zone="vGPU"} 1024
+hami_resource_quota_used{limit="0",namespace="ml",quota_name="nvidia.com/gpucores",zone="vGPU"} 30
+hami_resource_quota_used{limit="0",namespace="ml",quota_name="nvidia.com/gpumem",zone="vGPU"} 10048
+`
+	if err := compareCollector([]*Plugin{h.plugin}, want, "hami_resource_quota_used"); err != nil {
+		t.Error(err)
 	}
 }
