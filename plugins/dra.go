@@ -48,6 +48,9 @@ type draView interface {
 	// this scheduler) take of vendor vi's DRA cards, in MiB and cores,
 	// for HAMi's device quota.
 	namespaceUse(namespace string, vi int) (memoryMiB, cores int64)
+	// claimNamespaces are the namespaces with claims (written, or pending
+	// in this scheduler) allocated on a known driver's devices.
+	claimNamespaces() []string
 	// holding is what the pod's claims reserved for it alone take of the
 	// DRA cards of the node, as a device cache holding (by card UUID),
 	// for preemption to free; ok is false when it holds none.

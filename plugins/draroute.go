@@ -238,6 +238,34 @@ func (v *dranodesView) namespaceUse(namespace string, vi int) (memoryMiB, cores 
 	return memoryMiB, cores
 }
 
+func (v *dranodesView) claimNamespaces() []string {
+	seen := map[string]bool{}
+	known := func(results []resourceapi.DeviceRequestAllocationResult) bool {
+		return slices.ContainsFunc(results, func(r resourceapi.DeviceRequestAllocationResult) bool {
+			_, ok := dra.DriverNamed(r.Driver)
+			return ok
+		})
+	}
+	if claims, err := v.route.manager.ResourceClaims().List(); err == nil {
+		for _, c := range claims {
+			if c.Status.Allocation != nil && known(c.Status.Allocation.Devices.Results) {
+				seen[c.Namespace] = true
+			}
+		}
+	}
+	v.route.pendingMu.Lock()
+	for c := range v.route.pending {
+		seen[c.Object.Namespace] = true
+	}
+	v.route.pendingMu.Unlock()
+	out := make([]string, 0, len(seen))
+	for ns := range seen {
+		out = append(out, ns)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func deviceOf(ds []dra.Device, uuid string) (dra.Device, bool) {
 	for _, d := range ds {
 		if d.Card.UUID == uuid {

@@ -160,13 +160,7 @@ func (p *Plugin) releaseGone(node string, cards []devices.Card, used []devices.U
 // take. heldFor names a nominated pod the cards cannot hold yet: nothing of
 // the vendor is to spare on the node.
 func (p *Plugin) nodeCards(s *cycleState, node string, vi int, dst []devices.Usage) (cards []devices.Card, used []devices.Usage, heldFor string, onDRA bool, err error) {
-	cards, used, err = p.cache.Snapshot(node, vi, dst)
-	if err == nil && len(cards) == 0 && s.dra != nil {
-		// No device plugin registers the vendor's cards here: a DRA
-		// driver may publish them.
-		cards, used, err = p.draCards(s.dra, node, vi, dst)
-		onDRA = len(cards) > 0
-	}
+	cards, used, onDRA, err = p.accountedCards(s.dra, node, vi, dst)
 	if err != nil || len(cards) == 0 {
 		return cards, used, "", false, err
 	}
@@ -180,6 +174,22 @@ func (p *Plugin) nodeCards(s *cycleState, node string, vi int, dst []devices.Usa
 		devices.ApplyReservations(cards, used, h.assignments[vi], devices.Reservations(h.assignments[vi]), true)
 	}
 	return cards, used, "", onDRA, nil
+}
+
+// accountedCards returns vendor vi's cards on node and their usage (a copy
+// in dst), in the one account the scheduler keeps of each card: those a
+// device plugin registers, from the device cache; else, when the node
+// registers none of the vendor's, those a DRA driver publishes (view: the
+// cycle's, nil without DRA cards), and onDRA is true.
+func (p *Plugin) accountedCards(view draView, node string, vi int, dst []devices.Usage) (cards []devices.Card, used []devices.Usage, onDRA bool, err error) {
+	cards, used, err = p.cache.Snapshot(node, vi, dst)
+	if err == nil && len(cards) == 0 && view != nil {
+		// No device plugin registers the vendor's cards here: a DRA
+		// driver may publish them.
+		cards, used, err = p.draCards(view, node, vi, dst)
+		onDRA = len(cards) > 0
+	}
+	return cards, used, onDRA, err
 }
 
 // draCards returns vendor vi's DRA cards on the node and their usage:

@@ -334,26 +334,10 @@ func (c *deviceCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	cards := map[cardKey]cardRef{}
 	for _, p := range sources {
 		for _, nc := range p.cache.AllCards() {
-			for i, card := range nc.Cards {
-				key := cardKey{nc.Node, card.UUID}
-				if _, seen := cards[key]; seen {
-					continue
-				}
-				cards[key] = cardRef{index: card.Index, model: card.Model, cores: card.Cores}
-				u := nc.Used[i]
-				index := strconv.Itoa(card.Index)
-				totalCores := strconv.Itoa(int(card.Cores))
-				coreLimit, coreUsed := normalizedCores(card.Model, card.Cores, u.Cores)
-				gauge(c.memoryLimit, float64(card.MemoryMiB)*mib, nc.Node, card.UUID, index, card.Model)
-				gauge(c.coreLimit, coreLimit, nc.Node, card.UUID, index, card.Model)
-				gauge(c.memoryAllocated, float64(u.MemoryMiB)*mib, nc.Node, card.UUID, index, totalCores, card.Model)
-				gauge(c.sharedCount, float64(u.Sharers), nc.Node, card.UUID, index, card.Model)
-				gauge(c.coreAllocated, coreUsed, nc.Node, card.UUID, index, card.Model)
-				gauge(c.overview, float64(u.MemoryMiB)*mib, nc.Node, card.UUID, index, totalCores, strconv.Itoa(int(card.MemoryMiB)), card.Model)
-				if card.MemoryMiB > 0 {
-					gauge(c.memoryRatio, float64(u.MemoryMiB)/float64(card.MemoryMiB), nc.Node, card.UUID, index, card.Model)
-				}
-			}
+			c.collectCards(cards, gauge, nc)
+		}
+		for _, nc := range p.draNodeCards() {
+			c.collectCards(cards, gauge, nc)
 		}
 	}
 	type podCard struct {
@@ -401,6 +385,68 @@ func (c *deviceCollector) CollectWithStability(ch chan<- metrics.Metric) {
 	gauge(c.cacheSize, float64(s.UnreadablePods), "unreadable_pods")
 }
 
+// collectCards renders the card gauges of one node's cards of a vendor,
+// each card (by node and UUID) once: the first source, and the first
+// account, that has it.
+func (c *deviceCollector) collectCards(cards map[cardKey]cardRef, gauge func(*metrics.Desc, float64, ...string), nc devicecache.NodeCards) {
+	for i, card := range nc.Cards {
+		key := cardKey{nc.Node, card.UUID}
+		if _, seen := cards[key]; seen {
+			continue
+		}
+		cards[key] = cardRef{index: card.Index, model: card.Model, cores: card.Cores}
+		u := nc.Used[i]
+		index := strconv.Itoa(card.Index)
+		totalCores := strconv.Itoa(int(card.Cores))
+		coreLimit, coreUsed := normalizedCores(card.Model, card.Cores, u.Cores)
+		gauge(c.memoryLimit, float64(card.MemoryMiB)*mib, nc.Node, card.UUID, index, card.Model)
+		gauge(c.coreLimit, coreLimit, nc.Node, card.UUID, index, card.Model)
+		gauge(c.memoryAllocated, float64(u.MemoryMiB)*mib, nc.Node, card.UUID, index, totalCores, card.Model)
+		gauge(c.sharedCount, float64(u.Sharers), nc.Node, card.UUID, index, card.Model)
+		gauge(c.coreAllocated, coreUsed, nc.Node, card.UUID, index, card.Model)
+		gauge(c.overview, float64(u.MemoryMiB)*mib, nc.Node, card.UUID, index, totalCores, strconv.Itoa(int(card.MemoryMiB)), card.Model)
+		if card.MemoryMiB > 0 {
+			gauge(c.memoryRatio, float64(u.MemoryMiB)/float64(card.MemoryMiB), nc.Node, card.UUID, index, card.Model)
+		}
+	}
+}
+
+// draNodeCards are the cards DRA drivers publish that the scheduler
+// accounts as DRA cards (accountedCards: a node's vendor no device plugin
+// registers), with what every allocated claim takes of them (HAMi's,
+// HAMi-DRA's, native ones: kube-scheduler's DRA manager's account) and
+// what pods a device plugin served there before the node moved hold;
+// none without DRA nodes.
+func (p *Plugin) draNodeCards() []devicecache.NodeCards {
+	view := p.scrapeDRAView()
+	if view == nil {
+		return nil
+	}
+	var out []devicecache.NodeCards
+	for _, node := range view.nodes() {
+		for vi := range p.registry.Vendors() {
+			cards, used, onDRA, err := p.accountedCards(view, node, vi, nil)
+			if err == nil && onDRA {
+				out = append(out, devicecache.NodeCards{Node: node, Vendor: vi, Cards: cards, Used: used})
+			}
+		}
+	}
+	return out
+}
+
+// scrapeDRAView is a view of the DRA account for one scrape; nil without DRA
+// cards or when it cannot be read.
+func (p *Plugin) scrapeDRAView() draView {
+	if p.dra == nil {
+		return nil
+	}
+	view, err := p.dra.view()
+	if err != nil {
+		return nil
+	}
+	return view
+}
+
 // cardRef is what the per-pod and MIG series need of a card.
 type cardRef struct {
 	index int
@@ -420,17 +466,30 @@ func (c *deviceCollector) collectQuotas(sources []*Plugin, gauge func(*metrics.D
 	seen := map[row]bool{}
 	for _, p := range sources {
 		used := map[row]int64{}
+		add := func(ns string, v devices.Vendor, memoryMiB, cores int64) {
+			r := v.Resources()
+			if r.Memory != "" {
+				used[row{ns, r.Memory}] += memoryMiB
+			}
+			if r.Cores != "" {
+				used[row{ns, r.Cores}] += cores
+			}
+		}
 		for ns, uses := range p.cache.NamespaceUses() {
 			for vi, v := range p.registry.Vendors() {
 				if vi >= len(uses) {
 					break
 				}
-				r := v.Resources()
-				if r.Memory != "" {
-					used[row{ns, r.Memory}] += uses[vi].MemoryMiB
-				}
-				if r.Cores != "" {
-					used[row{ns, r.Cores}] += uses[vi].Cores
+				add(ns, v, uses[vi].MemoryMiB, uses[vi].Cores)
+			}
+		}
+		// What the namespaces' claims take of DRA cards counts in the
+		// quota as the scheduler checks it (quota.go).
+		if view := p.scrapeDRAView(); view != nil {
+			for _, ns := range view.claimNamespaces() {
+				for vi, v := range p.registry.Vendors() {
+					memoryMiB, cores := view.namespaceUse(ns, vi)
+					add(ns, v, memoryMiB, cores)
 				}
 			}
 		}

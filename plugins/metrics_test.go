@@ -53,14 +53,20 @@ func metricsFixture(t *testing.T) *harness {
 		deviceQuota("gpu", map[string]int64{"limits.nvidia.com/gpumem": 8000}),
 	)
 	waitForQuota(t, h, true)
+	waitForCache(t, h, 2, 4)
+	return h
+}
+
+// waitForCache waits until the device cache holds the nodes and pods.
+func waitForCache(t *testing.T, h *harness, nodes, pods int) {
+	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for h.plugin.cache.Stats().Pods != 4 {
+	for s := h.plugin.cache.Stats(); s.Nodes != nodes || s.Pods != pods; s = h.plugin.cache.Stats() {
 		if time.Now().After(deadline) {
-			t.Fatalf("cache holds %+v, want 4 pods", h.plugin.cache.Stats())
+			t.Fatalf("cache holds %+v, want %d nodes, %d pods", s, nodes, pods)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return h
 }
 
 const wantDeviceMetrics = `

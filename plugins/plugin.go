@@ -104,7 +104,7 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	if err := p.watch(logger); err != nil {
 		return nil, err
 	}
-	dra, draSynced, err := newDRARoute(logger, handle, registry, draSplitCounts(registry, settings.Configs))
+	dra, draSynced, err := newDRARoute(logger, handle, registry, devices.SplitCounts(registry.Vendors(), settings.Configs))
 	if err != nil {
 		return nil, err
 	}
@@ -114,29 +114,6 @@ func New(ctx context.Context, obj runtime.Object, handle fwk.Handle) (fwk.Plugin
 	metricSources.add(ctx, p)
 	register(ctx, handle, p)
 	return p, nil
-}
-
-// defaultSplitCount is HAMi's deviceSplitCount when the device config
-// sets none: how many containers may share one card.
-const defaultSplitCount = 10
-
-// draSplitCounts is, per vendor name, how many containers may share one of
-// its DRA cards: the vendor's deviceSplitCount, as its device plugin would
-// register the card, for a DRA driver sets no such bound.
-func draSplitCounts(registry *devices.Registry, configs []devices.Config) func(vendor string) int32 {
-	counts := map[string]int32{}
-	for i, v := range registry.Vendors() {
-		counts[v.Name()] = defaultSplitCount
-		if i < len(configs) && configs[i].NodeDefaults.SplitCount > 0 {
-			counts[v.Name()] = configs[i].NodeDefaults.SplitCount
-		}
-	}
-	return func(vendor string) int32 {
-		if n, ok := counts[vendor]; ok {
-			return n
-		}
-		return defaultSplitCount
-	}
 }
 
 // Name implements fwk.Plugin.

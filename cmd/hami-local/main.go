@@ -84,7 +84,7 @@ func status(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	vendors, err := clustervendors.FromFileOrChart(*deviceConfig) // a superset of what hami-local runs with
+	vendors, split, err := clustervendors.WithSplitCounts(*deviceConfig) // a superset of what hami-local runs with
 	if err != nil {
 		return err
 	}
@@ -106,8 +106,27 @@ func status(args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)
 	}
-	allocation.WriteTable(out, vendors, allocation.Read(vendors, nodes.Items, pods.Items), pods.Items)
+	r, err := readCluster(ctx, client, allocation.Cluster{Vendors: vendors, Nodes: nodes.Items, Pods: pods.Items, DRASplit: split})
+	if err != nil {
+		return err
+	}
+	allocation.WriteTable(out, vendors, r, pods.Items)
 	return nil
+}
+
+// readCluster reads the cards of c's nodes, with the ResourceSlices and
+// ResourceClaims of the cluster (DRA cards and what claims take of them);
+// a warning from allocation.ListDRA is reported as an unaccounted node
+// problem of the table.
+func readCluster(ctx context.Context, client kubernetes.Interface, c allocation.Cluster) (allocation.Report, error) {
+	listed, warnings, err := allocation.ListDRA(ctx, client)
+	if err != nil {
+		return allocation.Report{}, err
+	}
+	c.Slices, c.Claims = listed.Slices, listed.Claims
+	r := allocation.ReadCluster(c)
+	r.UnreadableNodes = append(r.UnreadableNodes, warnings...)
+	return r, nil
 }
 
 // up runs the local cluster until ctx ends, printing to out.
@@ -287,7 +306,7 @@ The allocation table below is reprinted when it changes. Ctrl-C stops everything
 		if err != nil {
 			return err
 		}
-		printTables(ctx, cp.Client, vendors, out, *every)
+		printTables(ctx, cp.Client, vendors, devices.SplitCounts(vendors, webhookVendors), out, *every)
 	} else {
 		<-ctx.Done()
 	}
@@ -322,7 +341,7 @@ func startWebhook(ctx context.Context, cp *localcluster.ControlPlane, vendors []
 
 // printTables prints the allocation table of the vendors' cards whenever
 // it changed, at most once per interval, until ctx ends.
-func printTables(ctx context.Context, client kubernetes.Interface, vendors []devices.Vendor, out io.Writer, interval time.Duration) {
+func printTables(ctx context.Context, client kubernetes.Interface, vendors []devices.Vendor, split func(string) int32, out io.Writer, interval time.Duration) {
 	factory := informers.NewSharedInformerFactory(client, 0)
 	podInformer, nodeInformer := factory.Core().V1().Pods(), factory.Core().V1().Nodes()
 	changed := make(chan struct{}, 1)
@@ -364,8 +383,18 @@ func printTables(ctx context.Context, client kubernetes.Interface, vendors []dev
 			for _, n := range nodeList {
 				nodes = append(nodes, *n)
 			}
+			// Claims change with their pods (reserved, then bound): the
+			// slices and claims are listed when a pod or node changed.
+			r, err := readCluster(ctx, client, allocation.Cluster{Vendors: vendors, Nodes: nodes, Pods: pods, DRASplit: split})
+			if err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				fmt.Fprintf(out, "hami-local: %v\n", err)
+				continue
+			}
 			var b strings.Builder
-			allocation.WriteTable(&b, vendors, allocation.Read(vendors, nodes, pods), pods)
+			allocation.WriteTable(&b, vendors, r, pods)
 			if table := b.String(); table != last {
 				last = table
 				fmt.Fprintf(out, "--- %s ---\n%s\n", time.Now().Format("15:04:05"), table)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 )
@@ -39,6 +41,14 @@ type Top struct {
 // TopNode is one node and its cards.
 type TopNode struct {
 	Name string `json:"name"`
+	// Kind is how the node's cards are known: "device-plugin" (a HAMi
+	// device plugin registers them in the node's annotations), the name of
+	// the DRA driver whose ResourceSlices publish them (e.g.
+	// "hami-core-gpu.project-hami.io"), or several of these joined by
+	// ", ": a vendor of each kind, or a node moving from the device plugin
+	// to a driver whose register annotation remains (its cards, listed by
+	// both, count once); empty for a node without cards.
+	Kind string `json:"kind,omitempty"`
 	// Error says why the node shows no cards, or not those of every
 	// vendor: a vendor's register annotation cannot be used (each such
 	// vendor named), or it has none.
@@ -57,6 +67,12 @@ type TopNode struct {
 type TopCard struct {
 	// Vendor is the card's vendor, e.g. "NVIDIA", "Ascend910B4" or "DCU".
 	Vendor string `json:"vendor"`
+	// Kind is how the card is known: "device-plugin", or the name of the
+	// DRA driver that publishes it.
+	Kind string `json:"kind"`
+	// AlsoDRA is the DRA driver that publishes a device-plugin card too
+	// (allocation.CardUse.AlsoDRA); the card counts once.
+	AlsoDRA string `json:"alsoDRA,omitempty"`
 	// Index is the card's index among its vendor's cards of the node.
 	Index int    `json:"index"`
 	UUID  string `json:"uuid"`
@@ -67,8 +83,8 @@ type TopCard struct {
 	NUMA     int    `json:"numa"`
 	Healthy  bool   `json:"healthy"`
 	Cordoned bool   `json:"cordoned"`
-	// Overcommitted is true when the holders exceed the card's split
-	// count, memory or cores.
+	// Overcommitted is true when the holders exceed the card's memory or
+	// cores, or, on a device-plugin card, its split count.
 	Overcommitted bool `json:"overcommitted"`
 	// MemoryMiB is the memory granted of the registered memory (already
 	// scaled by the device plugin's memory scaling).
@@ -76,8 +92,8 @@ type TopCard struct {
 	// Cores is the core share granted of the card's core total (registered;
 	// 100, percent, for an Ascend NPU in hami-core mode).
 	Cores Amount `json:"cores"`
-	// Sharers is the number of containers holding the card of its split
-	// count.
+	// Sharers is the number of containers holding the card (on a DRA
+	// card: allocation results) of its split count.
 	Sharers Amount `json:"sharers"`
 	// Pods are the grants on the card, one per container, restricted to
 	// Top.Namespace when set; never null. They include the cards reserved
@@ -93,13 +109,21 @@ type Amount struct {
 	Total int64 `json:"total"`
 }
 
-// Grant is one container's share of a card.
+// Grant is one container's share of a card, or one allocation result of
+// a ResourceClaim on a DRA card.
 type Grant struct {
 	Namespace string `json:"namespace"`
-	Name      string `json:"name"`
+	// Name is the pod; for a claim, the first pod it is reserved for,
+	// empty when it is reserved for none.
+	Name string `json:"name"`
+	// Container is the container; for a claim, those using its request,
+	// joined by ",".
 	Container string `json:"container"`
 	MemoryMiB int32  `json:"memoryMiB"`
 	Cores     int32  `json:"cores"`
+	// Claim is the ResourceClaim, in Namespace, whose allocation result
+	// this is; empty for a grant of the pod's allocated annotation.
+	Claim string `json:"claim,omitempty"`
 	// ReservedFor, when set, is the PodGroup, as namespace/name, of the
 	// gang whose member, this unbound pod, waits at Permit for the rest of
 	// the gang: the card is reserved for it by the scheduler
@@ -141,7 +165,19 @@ func (t *Total) add(c *TopCard) {
 
 // noRegister is the Error of a node named on the command line that has no
 // card of any vendor read.
-const noRegister = "no card registered by a HAMi device plugin of the vendors read (e.g. hami.io/node-nvidia-register): not a HAMi node (or its device plugin has not registered yet)"
+const noRegister = "no card registered by a HAMi device plugin of the vendors read (e.g. hami.io/node-nvidia-register), nor published by a known DRA driver: not a HAMi node (or its device plugin or driver has not registered yet)"
+
+// addKind adds a card's kind to its node's, each kind once, in the order
+// first seen.
+func addKind(kinds, kind string) string {
+	if kinds == "" {
+		return kind
+	}
+	if slices.Contains(strings.Split(kinds, ", "), kind) {
+		return kinds
+	}
+	return kinds + ", " + kind
+}
 
 // buildTop turns what allocation.Read found into the document.
 // unregistered are nodes named on the command line that have no card of
@@ -167,8 +203,12 @@ func buildTop(r allocation.Report, unregistered []string, namespace string) Top 
 	for i := range r.Cards {
 		c := &r.Cards[i]
 		n := node(c.Node)
+		n.Kind = addKind(n.Kind, c.Kind)
+		if c.AlsoDRA != "" {
+			n.Kind = addKind(n.Kind, c.AlsoDRA)
+		}
 		card := TopCard{
-			Vendor: c.Vendor, Index: c.Index, UUID: c.UUID, Model: c.Model, Mode: c.Mode, NUMA: c.NUMA,
+			Vendor: c.Vendor, Kind: c.Kind, AlsoDRA: c.AlsoDRA, Index: c.Index, UUID: c.UUID, Model: c.Model, Mode: c.Mode, NUMA: c.NUMA,
 			Healthy: c.Healthy, Cordoned: c.Cordoned, Overcommitted: c.Overcommitted(),
 			MemoryMiB: Amount{int64(c.Used.MemoryMiB), int64(c.MemoryMiB)},
 			Cores:     Amount{int64(c.Used.Cores), int64(c.CoreTotal)},
@@ -180,7 +220,7 @@ func buildTop(r allocation.Report, unregistered []string, namespace string) Top 
 				card.OtherPods++
 				continue
 			}
-			card.Pods = append(card.Pods, Grant{Namespace: h.Namespace, Name: h.Pod, Container: h.Container, MemoryMiB: h.MemoryMiB, Cores: h.Cores, ReservedFor: h.ReservedFor})
+			card.Pods = append(card.Pods, Grant{Namespace: h.Namespace, Name: h.Pod, Container: h.Container, MemoryMiB: h.MemoryMiB, Cores: h.Cores, Claim: h.Claim, ReservedFor: h.ReservedFor})
 		}
 		n.Cards = append(n.Cards, card)
 		n.Total.add(&n.Cards[len(n.Cards)-1])

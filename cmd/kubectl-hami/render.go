@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 )
 
 // barWidth is the number of cells between a bar's brackets.
@@ -65,8 +67,12 @@ func cardState(c *TopCard) string {
 
 // holderName names the pod holding the grant as namespace/name, and says
 // when it is a member of a gang waiting at Permit that the card is
-// reserved for: "ns/name (gang ns/podgroup, waiting)".
+// reserved for: "ns/name (gang ns/podgroup, waiting)"; a claim reserved
+// for no pod is "ns/claim (claim, no pod)".
 func holderName(g Grant) string {
+	if g.Name == "" && g.Claim != "" {
+		return g.Namespace + "/" + g.Claim + " (claim, no pod)"
+	}
 	name := g.Namespace + "/" + g.Name
 	if g.ReservedFor != "" {
 		name += " (gang " + g.ReservedFor + ", waiting)"
@@ -95,10 +101,16 @@ func podNames(c *TopCard) string {
 	return s
 }
 
-// grantText is one grant of -o wide: ns/pod[container] MiB, cores, and
-// the gang it is reserved for.
+// grantText is one grant of -o wide: ns/pod[container] MiB, cores, the
+// claim that gives it and the gang it is reserved for.
 func grantText(g Grant) string {
+	if g.Name == "" && g.Claim != "" {
+		return fmt.Sprintf("%s %d MiB, %d cores", holderName(g), g.MemoryMiB, g.Cores)
+	}
 	text := fmt.Sprintf("%s/%s[%s] %d MiB, %d cores", g.Namespace, g.Name, g.Container, g.MemoryMiB, g.Cores)
+	if g.Claim != "" {
+		text += " (claim " + g.Claim + ")"
+	}
 	if g.ReservedFor != "" {
 		text += " (gang " + g.ReservedFor + ", waiting)"
 	}
@@ -121,7 +133,7 @@ func writeTable(w io.Writer, doc *Top, wide bool) error {
 		if i > 0 || len(doc.Warnings) > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "NODE %s\n", n.Name)
+		fmt.Fprintf(w, "NODE %s%s\n", n.Name, kindText(n.Kind))
 		if n.Error != "" {
 			fmt.Fprintf(w, "  %s\n", n.Error)
 		}
@@ -188,6 +200,24 @@ func writeNode(w io.Writer, n *TopNode, wide bool) {
 		bar(t.MemoryMiB.Used, t.MemoryMiB.Total), t.MemoryMiB.Used, t.MemoryMiB.Total,
 		bar(t.Cores.Used, t.Cores.Total), t.Cores.Used, t.Cores.Total, t.Sharers.Used, t.Sharers.Total)
 	_ = tw.Flush()
+}
+
+// kindText says, after a node's name, how its cards are known:
+// "  (device plugin)", "  (DRA: <driver>)", or both; nothing without
+// cards.
+func kindText(kinds string) string {
+	if kinds == "" {
+		return ""
+	}
+	var out []string
+	for _, k := range strings.Split(kinds, ", ") {
+		if k == allocation.KindDevicePlugin {
+			out = append(out, "device plugin")
+		} else {
+			out = append(out, "DRA: "+k)
+		}
+	}
+	return "  (" + strings.Join(out, "; ") + ")"
 }
 
 func plural(n int, one, many string) string {

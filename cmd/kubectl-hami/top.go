@@ -41,6 +41,9 @@ type TopOptions struct {
 	DeviceConfig string
 	// vendors are the vendors read, from DeviceConfig (Complete).
 	vendors []devices.Vendor
+	// split is, per vendor name, the split count of its DRA cards, from
+	// DeviceConfig (Complete).
+	split func(vendor string) int32
 
 	// client returns the clientset; tests replace it.
 	client func() (kubernetes.Interface, error)
@@ -85,6 +88,13 @@ hami.io/vgpu-devices-allocated), read the way the scheduler reads them: pods who
 spec.nodeName equals their hami.io/vgpu-node annotation and that have not terminated.
 Works against hami-scheduler and HAMi's own scheduler extender alike.
 
+Each node says its kind: "device plugin", or "DRA" with the driver whose ResourceSlices
+publish its cards (HAMi's hami-core-gpu.project-hami.io, NVIDIA's gpu.nvidia.com). A DRA
+card counts every allocated ResourceClaim on it, whoever wrote it (hami-scheduler,
+HAMi-DRA's webhook, a user's claim asking capacity): a share by its consumed capacity,
+a device allocated whole in full; each shown under the pod the claim is reserved for,
+"(claim <name>)" with -o wide. A card a device plugin and a driver both list is one card.
+
 The cards that members of a gang (a PodGroup, scheduling.x-k8s.io) hold while they
 wait at Permit for the rest of the gang count too, from the reservations hami-scheduler
 publishes on the PodGroup (hami.io/gang-reservations); such a pod is shown as
@@ -121,7 +131,7 @@ func (o *TopOptions) Complete(cmd *cobra.Command, args []string) error {
 		o.Namespace = *o.ConfigFlags.Namespace
 	}
 	var err error
-	if o.vendors, err = clustervendors.FromFileOrChart(o.DeviceConfig); err != nil {
+	if o.vendors, o.split, err = clustervendors.WithSplitCounts(o.DeviceConfig); err != nil {
 		return err
 	}
 	if o.client == nil {
@@ -196,13 +206,18 @@ func (o *TopOptions) top(ctx context.Context, client kubernetes.Interface, dynam
 		return Top{}, err
 	}
 	members, memberWarnings := o.listWaitingMembers(ctx, client, gangs, nodes)
-	report := allocation.ReadWithGangs(o.vendors, nodes, slices.Concat(pods, members), gangs)
+	c, draWarnings, err := allocation.ListDRA(ctx, client)
+	if err != nil {
+		return Top{}, err
+	}
+	c.Vendors, c.Nodes, c.Pods, c.Gangs, c.DRASplit = o.vendors, nodes, slices.Concat(pods, members), gangs, o.split
+	report := allocation.ReadCluster(c)
 	var unregistered []string
 	if len(o.Nodes) > 0 {
 		unregistered = withoutCards(report, nodes)
 	}
 	doc := buildTop(report, unregistered, o.Namespace)
-	doc.Warnings = slices.Concat(warnings, gangWarnings, memberWarnings, o.unscheduled(pods))
+	doc.Warnings = slices.Concat(warnings, gangWarnings, memberWarnings, draWarnings, o.unscheduled(pods))
 	return doc, nil
 }
 
@@ -223,7 +238,8 @@ func (o *TopOptions) unscheduled(pods []corev1.Pod) []string {
 }
 
 // withoutCards lists the nodes of which the report has neither a card nor
-// an error: no vendor's device plugin registered cards there.
+// an error: no vendor's device plugin registered cards there, and no
+// known DRA driver publishes any.
 func withoutCards(r allocation.Report, nodes []corev1.Node) []string {
 	seen := map[string]bool{}
 	for i := range r.Cards {

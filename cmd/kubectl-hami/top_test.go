@@ -184,6 +184,9 @@ func TestTopGolden(t *testing.T) {
 		{"gang", []string{"top", "-l", "pool=train"}, gangCluster},
 		{"gang-wide", []string{"top", "-l", "pool=train", "-o", "wide"}, gangCluster},
 		{"gang-json", []string{"top", "gpu-a", "-o", "json"}, gangCluster},
+		{"dra", []string{"top"}, draCluster},
+		{"dra-wide", []string{"top", "-o", "wide"}, draCluster},
+		{"dra-json", []string{"top", "dra-0", "-o", "json"}, draCluster},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,8 +1,12 @@
-// Package allocation reads back, from the pods' and nodes' annotations,
-// what each card holds: per card usage against its capacity, each pod's
-// cards, and anything that cannot be accounted. Tests use it to check that
-// no card is over-committed; hami-local prints it as a table; kubectl hami
-// top shows it. It covers every vendor it is given (devices.Vendor).
+// Package allocation reads back, from the pods' and nodes' annotations
+// and from the DRA drivers' ResourceSlices and the ResourceClaims
+// allocated on them, what each card holds: per card usage against its
+// capacity, each pod's cards, and anything that cannot be accounted. One
+// account per card: a card a DRA driver publishes counts its claims and
+// the grants of pods a device plugin served on it before the node moved
+// to the driver. Tests use it to check that no card is over-committed;
+// hami-local prints it as a table; kubectl hami top shows it. It covers
+// every vendor it is given (devices.Vendor).
 package allocation
 
 import (
@@ -15,13 +19,23 @@ import (
 
 // CardUse is one card of a node and what the pods bound to the node hold
 // of it, according to their allocated annotations of the card's vendor
-// (NVIDIA's hami.io/vgpu-devices-allocated, ...), and what members of
-// gangs waiting at Permit reserved on it (ReadWithGangs).
+// (NVIDIA's hami.io/vgpu-devices-allocated, ...), what members of gangs
+// waiting at Permit reserved on it (ReadWithGangs), and, for a card a DRA
+// driver publishes, what the claims allocated on it take (ReadCluster).
 type CardUse struct {
 	Node string
 	// Vendor is the name of the card's vendor (devices.Vendor.Name), e.g.
 	// "NVIDIA" or "Ascend910B4".
 	Vendor string
+	// Kind is how the card is known: KindDevicePlugin (a device plugin's
+	// register annotation), or the name of the DRA driver whose
+	// ResourceSlice publishes it.
+	Kind string
+	// AlsoDRA is, for a card a device plugin registers, the DRA driver
+	// that publishes it too (same UUID: a node moving from one to the
+	// other whose register annotation remains); empty otherwise. The card
+	// is one card, of the device plugin's kind, as the scheduler counts it.
+	AlsoDRA string
 	devices.Card
 	// CoreTotal is the core total the scheduler checks the card's grants
 	// against: Card.Cores, but 100 for an Ascend NPU in hami-core mode
@@ -34,10 +48,18 @@ type CardUse struct {
 	Holders []Holder
 }
 
-// Holder is one container's grant on a card.
+// Holder is one container's grant on a card, or one allocation result of
+// a claim on a DRA card.
 type Holder struct {
+	// Namespace and Pod name the pod holding the grant; for a claim, the
+	// first pod it is reserved for ("" when none). Container is the
+	// container (for a claim: the containers using the request, joined by
+	// ","; "" when the pod is not known).
 	Namespace, Pod, Container string
 	MemoryMiB, Cores          int32
+	// Claim is the name of the ResourceClaim, in Namespace, whose
+	// allocation result this is; empty for an annotation's grant.
+	Claim string
 	// ReservedFor is the PodGroup, as namespace/name, of a gang whose
 	// member, the pod, waits at Permit for the rest of the gang, holding
 	// the card by the reservation the scheduler published on the
@@ -46,11 +68,17 @@ type Holder struct {
 	ReservedFor string
 }
 
-// Overcommitted reports whether the card's holders exceed its split count,
-// memory or cores.
+// Overcommitted reports whether the card's holders exceed its memory or
+// cores, or, on a card a device plugin registers, its split count. A DRA
+// card's split count bounds only the pods hami-scheduler places there:
+// the driver lets any number of claims share the device within its
+// capacities, so more sharers is not an over-commit.
 func (c *CardUse) Overcommitted() bool {
-	return c.Used.Sharers > c.Split || c.Used.MemoryMiB > int64(c.MemoryMiB) || c.Used.Cores > int64(c.CoreTotal)
+	return (c.Used.Sharers > c.Split && !c.OnDRA()) || c.Used.MemoryMiB > int64(c.MemoryMiB) || c.Used.Cores > int64(c.CoreTotal)
 }
+
+// OnDRA reports whether a DRA driver publishes the card.
+func (c *CardUse) OnDRA() bool { return c.Kind != "" && c.Kind != KindDevicePlugin }
 
 // PodGrant is one card given to one container of a pod.
 type PodGrant struct {
@@ -63,6 +91,9 @@ type PodGrant struct {
 	// waiting member holds the card by reservation (Holder.ReservedFor);
 	// empty for the pod's own annotation.
 	ReservedFor string
+	// Claim is the ResourceClaim, of the pod's namespace, that gives the
+	// pod the card; empty for an annotation's grant.
+	Claim string
 }
 
 // Report is what Read found.
@@ -73,13 +104,15 @@ type Report struct {
 	// Grants are each pod's cards, keyed namespace/name.
 	Grants map[string][]PodGrant
 	// UnreadableNodes say why a vendor's cards of a node were skipped, as
-	// "node <name>: <vendor>: <reason>".
+	// "node <name>: <vendor>: <reason>", or a DRA device, as "node <name>:
+	// <driver> device <device>: <reason>".
 	UnreadableNodes []string
 	// PodProblems say what of a pod could not be accounted: an undecodable
 	// annotation, a card its node does not have.
 	PodProblems []string
-	// NodeErrors is UnreadableNodes by node name: "<vendor>: <reason>",
-	// joined by "; " when several vendors of the node are unreadable.
+	// NodeErrors is UnreadableNodes by node name: "<vendor>: <reason>"
+	// (or "<driver> device <device>: <reason>"), joined by "; " when
+	// several vendors or devices of the node are unreadable.
 	NodeErrors map[string]string
 	// PodIssues is PodProblems with the pod and its node apart.
 	PodIssues []PodIssue

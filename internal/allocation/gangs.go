@@ -59,20 +59,14 @@ func WaitingGangOf(namespace, name string, annotations map[string]string) (g Wai
 // names, unmarked. A pod listed by several members counts once, for the
 // first.
 func ReadWithGangs(vendors []devices.Vendor, nodes []corev1.Node, pods []corev1.Pod, gangs []WaitingGang) Report {
-	rd := reader{
-		r:          Report{Grants: map[string][]PodGrant{}, NodeErrors: map[string]string{}},
-		cards:      map[cardKey]int{},
-		unreadable: map[cardKey]bool{},
-		nodes:      map[string]bool{},
-	}
-	for _, i := range byName(nodes) {
-		rd.readNode(vendors, &nodes[i])
-	}
-	for i := range pods {
-		rd.readPod(vendors, &pods[i])
-	}
+	return ReadCluster(Cluster{Vendors: vendors, Nodes: nodes, Pods: pods, Gangs: gangs})
+}
+
+// readGangs counts the cards the gangs' waiting members hold
+// (ReadWithGangs).
+func (rd *reader) readGangs(vendors []devices.Vendor, pods []corev1.Pod, gangs []WaitingGang) {
 	if len(gangs) == 0 {
-		return rd.r
+		return
 	}
 	byKey := podsByKey(pods)
 	counted := map[string]bool{}
@@ -89,7 +83,6 @@ func ReadWithGangs(vendors []devices.Vendor, nodes []corev1.Node, pods []corev1.
 			rd.readMember(vendors, g, m, p)
 		}
 	}
-	return rd.r
 }
 
 // podsByKey indexes the pods by namespace/name.

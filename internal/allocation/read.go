@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/devices/dra"
 )
 
 // Read reads the cards of every given vendor on the nodes (a vendor whose
@@ -22,7 +24,63 @@ import (
 //
 // It is ReadWithGangs without gangs.
 func Read(vendors []devices.Vendor, nodes []corev1.Node, pods []corev1.Pod) Report {
-	return ReadWithGangs(vendors, nodes, pods, nil)
+	return ReadCluster(Cluster{Vendors: vendors, Nodes: nodes, Pods: pods})
+}
+
+// Cluster is what ReadCluster reads.
+type Cluster struct {
+	// Vendors are the vendors whose cards are read.
+	Vendors []devices.Vendor
+	Nodes   []corev1.Node
+	Pods    []corev1.Pod
+	// Gangs are the PodGroups whose members wait at Permit
+	// (ReadWithGangs).
+	Gangs []WaitingGang
+	// Slices and Claims are the cluster's ResourceSlices and
+	// ResourceClaims (ListDRA).
+	Slices []resourceapi.ResourceSlice
+	Claims []resourceapi.ResourceClaim
+	// DRASplit is, per vendor name, how many containers may share one of
+	// its DRA cards (devices.SplitCounts: the vendor's deviceSplitCount,
+	// as the scheduler counts it); nil: devices.DefaultSplitCount.
+	DRASplit func(vendor string) int32
+}
+
+// ReadCluster is ReadWithGangs over device-plugin and DRA cards alike.
+// Of each node read, besides the cards each vendor's device plugin
+// registers, it reads the cards that the node's ResourceSlices of a known
+// DRA driver (devices/dra: HAMi's, NVIDIA's) publish for the vendor
+// (dra.Inventory; a card both list is one card, the device plugin's). A
+// DRA card is charged, as kube-scheduler's DRA manager and the scheduler
+// count it, with every allocated claim's results on it (HAMi's claims,
+// HAMi-DRA's, native ones: a share by its consumed capacity, a device
+// allocated whole in full; admin access takes nothing), each a holder
+// named after the first pod the claim is reserved for, and with the
+// grants of the pods bound there whose allocated annotations name it by
+// UUID (a device plugin served them before the node moved to the
+// driver). A pod placed by a claim carries no HAMi assignment, so nothing
+// counts twice. A claim holding a device that its node, read, no longer
+// publishes is reported.
+func ReadCluster(c Cluster) Report {
+	rd := reader{
+		r:             Report{Grants: map[string][]PodGrant{}, NodeErrors: map[string]string{}},
+		cards:         map[cardKey]int{},
+		unreadable:    map[cardKey]bool{},
+		nodes:         map[string]bool{},
+		draCards:      map[dra.DeviceKey]draCard{},
+		draUnreadable: map[driverOnNode]bool{},
+	}
+	var draNodes map[string]*dra.NodeDevices
+	draNodes, rd.pools = nodeDRA(c.Slices, c.DRASplit)
+	for _, i := range byName(c.Nodes) {
+		rd.readNode(c.Vendors, &c.Nodes[i], draNodes[c.Nodes[i].Name])
+	}
+	for i := range c.Pods {
+		rd.readPod(c.Vendors, &c.Pods[i])
+	}
+	rd.readGangs(c.Vendors, c.Pods, c.Gangs)
+	rd.readClaims(c.Claims, c.Pods)
+	return rd.r
 }
 
 // reader is the state of one Read.
@@ -35,6 +93,13 @@ type reader struct {
 	unreadable map[cardKey]bool
 	// nodes are the names of the nodes read.
 	nodes map[string]bool
+	// draCards are the DRA devices read, by key.
+	draCards map[dra.DeviceKey]draCard
+	// pools are the nodes whose slices name each driver's pool.
+	pools map[poolKey]string
+	// draUnreadable holds the drivers of a node some of whose devices
+	// could not be read.
+	draUnreadable map[driverOnNode]bool
 }
 
 // holding is who holds an assignment, and on which node: a pod bound to
@@ -70,9 +135,10 @@ func byName(nodes []corev1.Node) []int {
 	return order
 }
 
-// readNode appends each vendor's cards of the node, by index, or records
-// why they cannot be read.
-func (rd *reader) readNode(vendors []devices.Vendor, n *corev1.Node) {
+// readNode appends each vendor's cards of the node, by index, then its
+// DRA cards of the vendor (nd, nil for none), or records why they cannot
+// be read.
+func (rd *reader) readNode(vendors []devices.Vendor, n *corev1.Node, nd *dra.NodeDevices) {
 	rd.nodes[n.Name] = true
 	var reasons []string
 	for _, v := range vendors {
@@ -82,14 +148,16 @@ func (rd *reader) readNode(vendors []devices.Vendor, n *corev1.Node) {
 			rd.r.UnreadableNodes = append(rd.r.UnreadableNodes, fmt.Sprintf("node %s: %s", n.Name, reason))
 			reasons = append(reasons, reason)
 			rd.unreadable[cardKey{node: n.Name, vendor: v.Name()}] = true
-			continue
+			cards = nil
 		}
 		sort.SliceStable(cards, func(i, j int) bool { return cards[i].Index < cards[j].Index })
 		for _, c := range cards {
 			rd.cards[cardKey{n.Name, v.Name(), c.UUID}] = len(rd.r.Cards)
-			rd.r.Cards = append(rd.r.Cards, CardUse{Node: n.Name, Vendor: v.Name(), Card: c, CoreTotal: coreTotal(v, &c)})
+			rd.r.Cards = append(rd.r.Cards, CardUse{Node: n.Name, Vendor: v.Name(), Kind: KindDevicePlugin, Card: c, CoreTotal: coreTotal(v, &c)})
 		}
+		rd.readDRACards(n.Name, v, nd)
 	}
+	reasons = append(reasons, rd.draProblems(n.Name, nd)...)
 	if len(reasons) > 0 {
 		rd.r.NodeErrors[n.Name] = strings.Join(reasons, "; ")
 	}

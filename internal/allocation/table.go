@@ -13,13 +13,13 @@ import (
 )
 
 // WriteTable prints, for people, which card each device pod got and how
-// much of it, then every card's use, then why pending device pods wait.
-// vendors are those r was read with: a device pod asks for or holds cards
-// of one of them.
+// much of it, then every card's use and kind, then why pending device
+// pods wait. vendors are those r was read with: a device pod asks for or
+// holds cards of one of them (by annotation or by a claim).
 func WriteTable(w io.Writer, vendors []devices.Vendor, r Report, pods []corev1.Pod) {
 	gpuPods := make([]*corev1.Pod, 0, len(pods))
 	for i := range pods {
-		if asksForCards(vendors, &pods[i]) {
+		if asksForCards(vendors, &pods[i]) || len(r.Grants[pods[i].Namespace+"/"+pods[i].Name]) > 0 {
 			gpuPods = append(gpuPods, &pods[i])
 		}
 	}
@@ -61,13 +61,17 @@ func WriteTable(w io.Writer, vendors []devices.Vendor, r Report, pods []corev1.P
 
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tVENDOR\tCARD\tUUID\tMODEL\tSHARES\tMEMORY (MiB)\tCORES\tPODS")
+	fmt.Fprintln(tw, "NODE\tKIND\tVENDOR\tCARD\tUUID\tMODEL\tSHARES\tMEMORY (MiB)\tCORES\tPODS")
 	for _, c := range r.Cards {
 		flag := ""
 		if c.Overcommitted() {
 			flag = "  OVER-COMMITTED"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t#%d\t%s\t%s\t%d/%d\t%d/%d\t%d/%d\t%s%s\n", c.Node, c.Vendor, c.Index, shortUUID(c.UUID), c.Model,
+		kind := c.Kind
+		if c.AlsoDRA != "" {
+			kind += "+" + c.AlsoDRA
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t#%d\t%s\t%s\t%d/%d\t%d/%d\t%d/%d\t%s%s\n", c.Node, kind, c.Vendor, c.Index, shortUUID(c.UUID), c.Model,
 			c.Used.Sharers, c.Split, c.Used.MemoryMiB, c.MemoryMiB, c.Used.Cores, c.CoreTotal, uniqueNames(c.Pods), flag)
 	}
 	_ = tw.Flush()

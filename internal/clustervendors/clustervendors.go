@@ -20,21 +20,37 @@ var switches = deviceconfig.Options{EnableAscend: true, EnableIluvatar: true}
 // Chart returns every vendor of HAMi's chart-default device config
 // (deviceconfig.ChartDefault).
 func Chart() ([]devices.Vendor, error) {
-	settings, err := hamiconfig.FromDeviceConfig("(HAMi's chart default)", deviceconfig.ChartDefault, switches)
-	if err != nil {
-		return nil, err
-	}
-	return FromConfigs(settings.Configs)
+	vendors, _, err := WithSplitCounts("")
+	return vendors, err
 }
 
 // FromFileOrChart returns the vendors of the device-config.yaml at path,
 // or, when path is empty, every vendor of HAMi's chart default: what a
 // tool reads when the user names no device config.
 func FromFileOrChart(path string) ([]devices.Vendor, error) {
+	vendors, _, err := WithSplitCounts(path)
+	return vendors, err
+}
+
+// WithSplitCounts is FromFileOrChart with, per vendor name, how many
+// containers may share one of its cards a DRA driver publishes
+// (devices.SplitCounts of the same config, as the scheduler counts them).
+func WithSplitCounts(path string) ([]devices.Vendor, func(vendor string) int32, error) {
+	var settings *hamiconfig.VendorSettings
+	var err error
 	if path == "" {
-		return Chart()
+		settings, err = hamiconfig.FromDeviceConfig("(HAMi's chart default)", deviceconfig.ChartDefault, switches)
+	} else {
+		settings, err = hamiconfig.FromDeviceConfigFile(path, switches)
 	}
-	return FromFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	vendors, err := FromConfigs(settings.Configs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return vendors, devices.SplitCounts(vendors, settings.Configs), nil
 }
 
 // FromFile returns the vendors a HAMi device-config.yaml enables.

@@ -73,3 +73,34 @@ func TestVendors(t *testing.T) {
 		})
 	}
 }
+
+// The split count of a vendor's DRA cards is its deviceSplitCount, as the
+// scheduler counts it; the chart's default when the file sets none.
+func TestWithSplitCounts(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "split.yaml")
+	if err := os.WriteFile(path, []byte("nvidia:\n  resourceCountName: nvidia.com/gpu\n  deviceSplitCount: 4\nhygon:\n  resourceCountName: hygon.com/dcunum\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, vendor string
+		want               int32
+	}{
+		{name: "the file's deviceSplitCount", path: path, vendor: nvidia.VendorWord, want: 4},
+		{name: "none in the file: HAMi's default", path: path, vendor: hygon.VendorWord, want: devices.DefaultSplitCount},
+		{name: "the chart's", vendor: nvidia.VendorWord, want: 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			vendors, split, err := WithSplitCounts(tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(vendors) == 0 {
+				t.Fatal("no vendors")
+			}
+			if got := split(tt.vendor); got != tt.want {
+				t.Errorf("split(%s) = %d, want %d", tt.vendor, got, tt.want)
+			}
+		})
+	}
+}

@@ -20,7 +20,6 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/dra"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
-	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
 	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
@@ -113,26 +112,12 @@ func (c *cluster) checkHAMiClaim(p *corev1.Pod, memory, cores int64) resourceapi
 
 // checkNoOvercommit fails if a card of the cluster holds more than it has:
 // device-plugin cards by the pods' assignment annotations, DRA cards by
-// what their allocated claims consume.
+// what their allocated claims consume and the grants of pods a device
+// plugin served there (internal/allocation's one account per card), and
+// every DRA device by its capacities.
 func (c *cluster) checkNoOvercommit() {
 	c.t.Helper()
-	vendors, err := clustervendors.FromConfigs(nil)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	pods, err := controlPlane.Client.CoreV1().Pods(c.ns).List(c.ctx, metav1.ListOptions{})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	var nodes []corev1.Node
-	for _, n := range c.nodes {
-		live, err := controlPlane.Client.CoreV1().Nodes().Get(c.ctx, n.Name, metav1.GetOptions{})
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		nodes = append(nodes, *live)
-	}
-	for _, o := range allocation.Overcommitments(allocation.Read(vendors, nodes, pods.Items).Cards) {
+	for _, o := range allocation.Overcommitments(c.readAllocation().Cards) {
 		c.t.Errorf("over-committed: %s", o)
 	}
 	claims, err := controlPlane.Client.ResourceV1().ResourceClaims("").List(c.ctx, metav1.ListOptions{})
