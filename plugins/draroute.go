@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
@@ -96,6 +97,49 @@ func (v *dranodesView) cards(node string, vi int, dst []devices.Usage) ([]device
 }
 
 func (v *dranodesView) nodes() []string { return v.route.inventory.Nodes() }
+
+// dropStale deletes the claims labelled hami.io/claim whose controller is
+// the pod: in PreFilter the pod is in no binding cycle of this scheduler,
+// so such a claim was written by an earlier one stopped before it bound
+// the pod. Left, it would count its shares taken, and the pod's next
+// placement would hold a second claim. Only while the API server shows
+// the pod (that UID) unbound: a bind the informer has not shown yet keeps
+// its claim.
+func (r *dranodesRoute) dropStale(ctx context.Context, pod *corev1.Pod) error {
+	claims, err := r.manager.ResourceClaims().List()
+	if err != nil {
+		return err
+	}
+	var stale []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		if c.Namespace != pod.Namespace || c.Labels[dra.ClaimLabel] != "true" {
+			continue
+		}
+		if owner := metav1.GetControllerOf(c); owner != nil && owner.UID == pod.UID {
+			stale = append(stale, c)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	live, err := r.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the pod before deleting its stale ResourceClaims: %w", err)
+	}
+	if live.UID != pod.UID || live.Spec.NodeName != "" {
+		return nil
+	}
+	for _, c := range stale {
+		if err := dranodes.DeleteClaim(ctx, r.client, c.Namespace, c.Name, c.UID); err != nil {
+			return fmt.Errorf("delete the ResourceClaim an earlier placement left: %w", err)
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted the ResourceClaim an earlier placement left, the pod unbound", "pod", klog.KObj(pod), "claim", klog.KObj(c))
+	}
+	return nil
+}
 
 func (r *dranodesRoute) reserve(pod *corev1.Pod, node string, assignments []devices.Assignment) (draBinding, error) {
 	nd := r.inventory.Node(node)
