@@ -317,3 +317,26 @@ func (b dranodesBinding) release(ctx context.Context) error {
 	defer b.route.settled(b.b.Claim())
 	return b.b.Release(ctx)
 }
+
+// claimNamedElsewhere turns a device-plugin node away from a pod whose
+// status names a claim for a card count of HAMi's: an earlier placement
+// on a DRA node wrote it and was not bound (the claim is deleted in
+// PreFilter), and no update clears that status. A 1.37 kubelet prepares
+// the claim named there wherever the pod runs, so the pod can only run
+// where PreBind names its new claim instead: a DRA node.
+// detail names the claim.
+func (p *Plugin) claimNamedElsewhere(pod *corev1.Pod, fit *nodeFit) (st *fwk.Status, detail string) {
+	status := pod.Status.ExtendedResourceClaimStatus
+	if fit.onDRA || !fit.asksAny() || status == nil {
+		return nil, ""
+	}
+	for _, m := range status.RequestMappings {
+		for _, v := range p.registry.Vendors() {
+			if corev1.ResourceName(m.ResourceName) == v.Resources().Count {
+				return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "the pod's status names a ResourceClaim of an earlier placement: DRA nodes only"),
+					"the pod's status names ResourceClaim " + status.ResourceClaimName
+			}
+		}
+	}
+	return nil, ""
+}

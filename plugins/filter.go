@@ -127,6 +127,9 @@ func (p *Plugin) fitNodeChecking(s *cycleState, pod *corev1.Pod, nodeName string
 		}
 		vendorScore += placementScore(s.nodePolicy, pod, v, cards, used, a)
 	}
+	if st, detail := p.claimNamedElsewhere(pod, fit); st != nil {
+		return nil, st, detail
+	}
 	fit.score = tally.Score() + float32(vendorScore)
 	return fit, nil, ""
 }
