@@ -546,3 +546,21 @@ func (c *cluster) writeHAMiClaim(p *corev1.Pod, node string, memory, cores int32
 	}
 	return written
 }
+
+// On a DRA card an init container's share is a result of its own in the
+// pod's claim and consumes its capacity beside the regular containers'
+// (HAMi's collapsed accounting on device-plugin nodes counts the larger
+// only): a pod whose init and main containers fit the card only
+// collapsed is not placed there, and nothing is over-committed.
+func TestInitContainerSharesAddOnDRACard(t *testing.T) {
+	c := newCluster(t, "dra-inits", "1 node x 1 card of NVIDIA A100-SXM4-40GB 40 GiB, dra", nil)
+	c.hamiPod("first", 20000, 20, nil)
+	c.checkHAMiClaim(c.waitRunning("first"), 20000, 20)
+	p := c.hamiPodSpec("inits", 15000, 20, nil)
+	p.Spec.InitContainers = []corev1.Container{{Name: "prepare", Image: "cuda:sim", Resources: p.Spec.Containers[0].Resources}}
+	c.create(p)
+	if msg := c.waitEvent("inits", "FailedScheduling"); !strings.Contains(msg, "insufficient memory") {
+		t.Errorf("inits turned away with %q, want insufficient memory", msg)
+	}
+	c.checkNoOvercommit()
+}
