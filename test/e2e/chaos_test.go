@@ -114,6 +114,7 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 	failing := map[string]bool{}
 	deleted := map[string]bool{}
 	gangs := map[string][]string{}
+	goneNodes := map[string]bool{}
 	for i := 0; i < pods; i++ {
 		name := fmt.Sprintf("p%03d", i)
 		if rng.IntN(15) == 0 {
@@ -176,6 +177,7 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 				nodes = append(nodes[:k:k], nodes[k+1:]...)
 				fault("node %s deleted with its pods", n.Name)
 				deleteNodeAndPods(t, e, n.Name)
+				goneNodes[n.Name] = true
 			}
 		}
 	}
@@ -186,6 +188,12 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 		for _, p := range e.pods() {
 			if p.DeletionTimestamp != nil {
 				return false, p.Name + " terminating"
+			}
+			if goneNodes[p.Spec.NodeName] {
+				// Bound while its node was being deleted: the pod
+				// garbage collector deletes such orphans.
+				forceDelete(t, e, p.Name)
+				return false, p.Name + " bound to deleted node " + p.Spec.NodeName
 			}
 			switch {
 			case p.Status.Phase == corev1.PodRunning:
@@ -376,19 +384,27 @@ func reRegister(t *testing.T, e *env, node string, split int) {
 }
 
 // deleteNodeAndPods deletes a node and, as the pod garbage collector does
-// for pods of a deleted node, its pods.
+// for pods of a deleted node, its pods (pods bound to it later, while
+// their binding was in flight, are collected while the suite settles).
 func deleteNodeAndPods(t *testing.T, e *env, node string) {
 	t.Helper()
 	if err := controlPlane.Client.CoreV1().Nodes().Delete(e.ctx, node, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete node %s: %v", node, err)
 	}
-	force := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 	for _, p := range e.pods() {
 		if p.Spec.NodeName == node {
-			if err := controlPlane.Client.CoreV1().Pods(e.ns).Delete(e.ctx, p.Name, force); err != nil {
-				t.Errorf("delete pod %s of node %s: %v", p.Name, node, err)
-			}
+			forceDelete(t, e, p.Name)
 		}
+	}
+}
+
+// forceDelete deletes the pod at once, as the pod garbage collector
+// deletes the pods of a node that no longer exists.
+func forceDelete(t *testing.T, e *env, name string) {
+	t.Helper()
+	err := controlPlane.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("delete pod %s: %v", name, err)
 	}
 }
 
