@@ -29,6 +29,11 @@ type draRoute interface {
 	// allocation in flight takes of every DRA card; nil when no node
 	// publishes DRA cards.
 	view() (draView, error)
+	// dropStale deletes the claims this scheduler wrote for the pod in an
+	// earlier cycle that did not bind it (a scheduler stopped between
+	// PreBind and Bind leaves one allocated and reserved for the pod
+	// still unbound).
+	dropStale(ctx context.Context, pod *corev1.Pod) error
 	// reserve makes the pod's claim for its assignments (index-aligned
 	// with the registry's vendors) on the node's DRA cards pending in the
 	// account, for PreBind to write.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/kubernetes"
@@ -96,6 +97,49 @@ func (v *dranodesView) cards(node string, vi int, dst []devices.Usage) ([]device
 }
 
 func (v *dranodesView) nodes() []string { return v.route.inventory.Nodes() }
+
+// dropStale deletes the claims labelled hami.io/claim whose controller is
+// the pod: in PreFilter the pod is in no binding cycle of this scheduler,
+// so such a claim was written by an earlier one stopped before it bound
+// the pod. Left, it would count its shares taken, and the pod's next
+// placement would hold a second claim. Only while the API server shows
+// the pod (that UID) unbound: a bind the informer has not shown yet keeps
+// its claim.
+func (r *dranodesRoute) dropStale(ctx context.Context, pod *corev1.Pod) error {
+	claims, err := r.manager.ResourceClaims().List()
+	if err != nil {
+		return err
+	}
+	var stale []*resourceapi.ResourceClaim
+	for _, c := range claims {
+		if c.Namespace != pod.Namespace || c.Labels[dra.ClaimLabel] != "true" {
+			continue
+		}
+		if owner := metav1.GetControllerOf(c); owner != nil && owner.UID == pod.UID {
+			stale = append(stale, c)
+		}
+	}
+	if len(stale) == 0 {
+		return nil
+	}
+	live, err := r.client.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read the pod before deleting its stale ResourceClaims: %w", err)
+	}
+	if live.UID != pod.UID || live.Spec.NodeName != "" {
+		return nil
+	}
+	for _, c := range stale {
+		if err := dranodes.DeleteClaim(ctx, r.client, c.Namespace, c.Name, c.UID); err != nil {
+			return fmt.Errorf("delete the ResourceClaim an earlier placement left: %w", err)
+		}
+		klog.FromContext(ctx).V(2).Info("Deleted the ResourceClaim an earlier placement left, the pod unbound", "pod", klog.KObj(pod), "claim", klog.KObj(c))
+	}
+	return nil
+}
 
 func (r *dranodesRoute) reserve(pod *corev1.Pod, node string, assignments []devices.Assignment) (draBinding, error) {
 	nd := r.inventory.Node(node)
@@ -300,4 +344,27 @@ func (b dranodesBinding) write(ctx context.Context, pod *corev1.Pod) error {
 func (b dranodesBinding) release(ctx context.Context) error {
 	defer b.route.settled(b.b.Claim())
 	return b.b.Release(ctx)
+}
+
+// claimNamedElsewhere turns a device-plugin node away from a pod whose
+// status names a claim for a card count of HAMi's: an earlier placement
+// on a DRA node wrote it and was not bound (the claim is deleted in
+// PreFilter), and no update clears that status. A 1.37 kubelet prepares
+// the claim named there wherever the pod runs, so the pod can only run
+// where PreBind names its new claim instead: a DRA node.
+// detail names the claim.
+func (p *Plugin) claimNamedElsewhere(pod *corev1.Pod, fit *nodeFit) (st *fwk.Status, detail string) {
+	status := pod.Status.ExtendedResourceClaimStatus
+	if fit.onDRA || !fit.asksAny() || status == nil {
+		return nil, ""
+	}
+	for _, m := range status.RequestMappings {
+		for _, v := range p.registry.Vendors() {
+			if corev1.ResourceName(m.ResourceName) == v.Resources().Count {
+				return fwk.NewStatus(fwk.UnschedulableAndUnresolvable, "the pod's status names a ResourceClaim of an earlier placement: DRA nodes only"),
+					"the pod's status names ResourceClaim " + status.ResourceClaimName
+			}
+		}
+	}
+	return nil, ""
 }

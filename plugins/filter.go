@@ -98,6 +98,9 @@ func (p *Plugin) fitNodeChecking(s *cycleState, pod *corev1.Pod, nodeName string
 		case heldFor != "":
 			return nil, fwk.NewStatus(fwk.Unschedulable, "insufficient "+v.Name()+" devices: held for a nominated pod"), "freed for nominated pod " + heldFor
 		}
+		if onDRA {
+			req = claimedRequest(req)
+		}
 		a, rej := v.Fit(cards, used, req)
 		if rej != nil && !rej.Unresolvable && recheckGone && p.releaseGone(nodeName, cards, used, vi) {
 			a, rej = v.Fit(cards, used, req)
@@ -127,8 +130,25 @@ func (p *Plugin) fitNodeChecking(s *cycleState, pod *corev1.Pod, nodeName string
 		}
 		vendorScore += placementScore(s.nodePolicy, pod, v, cards, used, a)
 	}
+	if st, detail := p.claimNamedElsewhere(pod, fit); st != nil {
+		return nil, st, detail
+	}
 	fit.score = tally.Score() + float32(vendorScore)
 	return fit, nil, ""
+}
+
+// claimedRequest is the pod's request as its claim consumes a DRA node's
+// cards: each container's share is a result of its own that consumes its
+// capacity, so init containers add to the regular ones, where HAMi's
+// collapsed accounting counts the largest init container or the regular
+// ones' sum, whichever is more.
+func claimedRequest(req *devices.PodRequest) *devices.PodRequest {
+	if req.Inits == 0 {
+		return req
+	}
+	r := *req
+	r.Inits = 0
+	return &r
 }
 
 // releaseGone subtracts from used what pods hold that the informer's

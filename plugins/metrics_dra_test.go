@@ -66,6 +66,8 @@ func (fakeDRARoute) reserve(*corev1.Pod, string, []devices.Assignment) (draBindi
 	return nil, errors.New("no reservation in this test")
 }
 
+func (fakeDRARoute) dropStale(context.Context, *corev1.Pod) error { return nil }
+
 // draCard is a shared DRA card of 40960 MiB.
 func draCard(uuid string, index int) devices.Card {
 	return devices.Card{UUID: uuid, Index: index, Split: 10, MemoryMiB: 40960, Cores: 100, Model: "NVIDIA A100-SXM4-40GB", Mode: devices.DefaultMode, Healthy: true}

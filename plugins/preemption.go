@@ -111,10 +111,13 @@ func (p *Plugin) AddPod(ctx context.Context, state fwk.CycleState, podToSchedule
 		if req.IsZero() {
 			continue
 		}
-		cards, used, heldFor, _, err := p.nodeCards(s, node, vi, usageBuf[:0])
+		cards, used, heldFor, onDRA, err := p.nodeCards(s, node, vi, usageBuf[:0])
 		if err != nil || len(cards) == 0 {
 			// Filter refuses the node to every pod asking this vendor.
 			continue
+		}
+		if onDRA {
+			req = claimedRequest(req)
 		}
 		if heldFor != "" {
 			hold.blocked[vi] = true

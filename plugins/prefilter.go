@@ -38,6 +38,9 @@ func (p *Plugin) preFilter(ctx context.Context, state fwk.CycleState, pod *corev
 		rejections: &nodeRejections{},
 	}
 	if p.dra != nil {
+		if err := p.dra.dropStale(ctx, pod); err != nil {
+			return nil, fwk.AsStatus(err)
+		}
 		if s.dra, err = p.dra.view(); err != nil {
 			return nil, fwk.AsStatus(err)
 		}

@@ -432,6 +432,12 @@ func (a *Agent) Start(ctx context.Context) error {
 	// node's DRA driver starts and stops with its spec.
 	if _, err := nodeInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		UpdateFunc: a.nodeChanged,
+		// A deleted node's driver stops (syncDriver).
+		DeleteFunc: func(obj any) {
+			if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+				a.driverQueue.Add(key)
+			}
+		},
 		AddFunc: func(obj any) {
 			node, ok := obj.(*corev1.Node)
 			if !ok {

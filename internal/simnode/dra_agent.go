@@ -65,7 +65,10 @@ func (a *Agent) processDriver(ctx context.Context) bool {
 func (a *Agent) syncDriver(ctx context.Context, name string) error {
 	node, err := a.nodes.Get(name)
 	if err != nil {
-		// Gone: its slices go with it (owned by the Node).
+		// Gone: its driver stops with it, and its slices go with it
+		// (owned by the Node, the garbage collector deletes them; a
+		// driver left running would put them back).
+		a.stopDriver(name)
 		return nil
 	}
 	s, _, err := NodeSpec(node)
@@ -136,16 +139,27 @@ func (a *Agent) wipe(n *simNode, gone *draDriver) {
 // node's processes stop).
 func (a *Agent) stopDrivers() {
 	a.mu.Lock()
-	nodes := slices.Collect(maps.Values(a.simNodes))
+	nodes := slices.Collect(maps.Keys(a.simNodes))
 	a.mu.Unlock()
-	for _, n := range nodes {
-		n.dra.mu.Lock()
-		d := n.dra.driver
-		n.dra.driver = nil
-		n.dra.mu.Unlock()
-		if d != nil {
-			d.publisher.controller.Stop()
-		}
+	for _, name := range nodes {
+		a.stopDriver(name)
+	}
+}
+
+// stopDriver stops the node's driver, if it runs one; its slices stay.
+func (a *Agent) stopDriver(name string) {
+	a.mu.Lock()
+	n := a.simNodes[name]
+	a.mu.Unlock()
+	if n == nil {
+		return
+	}
+	n.dra.mu.Lock()
+	d := n.dra.driver
+	n.dra.driver = nil
+	n.dra.mu.Unlock()
+	if d != nil {
+		d.publisher.controller.Stop()
 	}
 }
 

@@ -33,6 +33,11 @@ type draManager struct {
 	driver *draDriver
 	// claims is the claim info cache, by namespace/name.
 	claims map[string]*claimInfo
+	// ended are the pods whose claims were unprepared (their containers
+	// stopped): the kubelet's pod worker runs a pod's sync and its
+	// termination one after the other, so a sync that resolved its
+	// claims before the pod ended prepares nothing for it after.
+	ended sets.Set[types.UID]
 }
 
 // claimInfo is one cached claim: the pods using it and, once prepared,
@@ -50,7 +55,7 @@ type claimInfo struct {
 }
 
 func newDRAManager(node string, kubelet resourcev1client.ResourceV1Interface) *draManager {
-	return &draManager{node: node, kubelet: kubelet, claims: map[string]*claimInfo{}}
+	return &draManager{node: node, kubelet: kubelet, claims: map[string]*claimInfo{}, ended: sets.New[types.UID]()}
 }
 
 // registered is the driver of that name registered with the kubelet
@@ -103,6 +108,9 @@ func (m *draManager) prepareResources(ctx context.Context, pod *corev1.Pod) erro
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.ended.Has(pod.UID) {
+		return fmt.Errorf("pod %s (%s) has ended: its claims are not prepared", pod.Name, pod.UID)
+	}
 	var batch []*claimInfo
 	for _, r := range resolved {
 		key := r.claim.Namespace + "/" + r.claim.Name
@@ -237,6 +245,7 @@ func (m *draManager) prepareBatch(ctx context.Context, batch []*claimInfo) error
 func (m *draManager) unprepareResources(podUID types.UID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	m.ended.Insert(podUID)
 	for key, info := range m.claims {
 		if !info.pods.Has(podUID) {
 			continue

@@ -215,9 +215,27 @@ func TestPrepareResourcesAcrossClaims(t *testing.T) {
 		t.Fatal("the shared claim's other pod still runs: want the over-commit refused again")
 	}
 	m.unprepareResources(c.UID)
-	m.unprepareResources(b.UID)
 	if err := m.prepareResources(ctx, b); err != nil {
 		t.Fatalf("after the shared claim's pods ended: %v", err)
+	}
+}
+
+// A pod's sync that resolved its claims before the pod ended prepares
+// nothing once its claims were unprepared (the kubelet's pod worker runs
+// the two one after the other): the claim would otherwise stay prepared
+// for a pod that is gone and count against the device for ever.
+func TestNoPrepareAfterThePodEnded(t *testing.T) {
+	a, b := draPod("a", "first"), draPod("b", "second")
+	first := draClaim("first", []*corev1.Pod{a}, result(HAMiDRADriver, draTestNode, "hami-gpu-0", "memory=30Gi", "cores=50"))
+	second := draClaim("second", []*corev1.Pod{b}, result(HAMiDRADriver, draTestNode, "hami-gpu-0", "memory=30Gi", "cores=50"))
+	m := testDRAManager(t, hamiSpec, first, second)
+	ctx := context.Background()
+	m.unprepareResources(a.UID)
+	if err := m.prepareResources(ctx, a); err == nil || !strings.Contains(err.Error(), "has ended") {
+		t.Fatalf("prepare for the ended pod: %v, want it refused", err)
+	}
+	if err := m.prepareResources(ctx, b); err != nil {
+		t.Fatalf("the device's next claim: %v (the ended pod's claim counted)", err)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
@@ -467,5 +468,84 @@ func TestPreemptionOnDRANode(t *testing.T) {
 		_, claimErr := c.claim(victimClaim)
 		return apierrors.IsNotFound(podErr) && apierrors.IsNotFound(claimErr), fmt.Sprintf("pod: %v, claim: %v", podErr, claimErr)
 	})
+	c.checkNoOvercommit()
+}
+
+// A claim an earlier scheduler wrote for a pod it never bound (stopped
+// between PreBind and Bind: allocated, reserved, owned by the pod still
+// pending) is deleted when the pod is placed again: it holds its card no
+// longer, and the pod runs with one claim. The stale claim leaves too
+// little of the one card for the pod; kept, the pod would never run.
+func TestStaleClaimOfUnboundPod(t *testing.T) {
+	c := newCluster(t, "stale-claim", "1 node x 1 card of NVIDIA A100-SXM4-40GB 40 GiB, dra", nil)
+	spec := c.hamiPodSpec("p", 20000, 50, nil)
+	spec.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "test.hami.io/hold"}}
+	p := c.create(spec)
+	stale := c.writeHAMiClaim(p, c.node(0), 30000, 80)
+
+	p.Spec.SchedulingGates = nil
+	if _, err := controlPlane.Client.CoreV1().Pods(c.ns).Update(c.ctx, p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.checkHAMiClaim(c.waitRunning("p"), 20000, 50)
+	c.eventually("stale claim "+stale.Name+" deleted", func() (bool, string) {
+		_, err := c.claim(stale.Name)
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	c.checkNoOvercommit()
+}
+
+// writeHAMiClaim writes the claim hami-scheduler's PreBind writes for the
+// pod on the node's first DRA card (memory MiB, cores): created, then
+// allocated and reserved for the pod.
+func (c *cluster) writeHAMiClaim(p *corev1.Pod, node string, memory, cores int32) *resourceapi.ResourceClaim {
+	c.t.Helper()
+	list, err := controlPlane.Client.ResourceV1().ResourceSlices().List(c.ctx, metav1.ListOptions{FieldSelector: resourceapi.ResourceSliceSelectorNodeName + "=" + node})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var nodeSlices []*resourceapi.ResourceSlice
+	for i := range list.Items {
+		nodeSlices = append(nodeSlices, &list.Items[i])
+	}
+	inv := dra.Inventory(nodeSlices, func(string) int32 { return 10 })
+	if len(inv.Devices) == 0 {
+		c.t.Fatalf("node %s publishes no DRA card: %v", node, inv.Problems)
+	}
+	d := inv.Devices[0]
+	grant := devices.Grant{UUID: d.Card.UUID, Vendor: d.Driver.Vendor, MemoryMiB: memory, Cores: cores}
+	claim, err := dra.NewClaim(p, node, []dra.Share{{Resource: nvidia.DefaultCountName, Grant: grant, Device: d}}, uuid.NewUUID)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	obj := claim.Object.DeepCopy()
+	obj.Status = resourceapi.ResourceClaimStatus{}
+	created, err := controlPlane.Client.ResourceV1().ResourceClaims(c.ns).Create(c.ctx, obj, metav1.CreateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	created.Status = claim.Object.Status
+	written, err := controlPlane.Client.ResourceV1().ResourceClaims(c.ns).UpdateStatus(c.ctx, created, metav1.UpdateOptions{})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return written
+}
+
+// On a DRA card an init container's share is a result of its own in the
+// pod's claim and consumes its capacity beside the regular containers'
+// (HAMi's collapsed accounting on device-plugin nodes counts the larger
+// only): a pod whose init and main containers fit the card only
+// collapsed is not placed there, and nothing is over-committed.
+func TestInitContainerSharesAddOnDRACard(t *testing.T) {
+	c := newCluster(t, "dra-inits", "1 node x 1 card of NVIDIA A100-SXM4-40GB 40 GiB, dra", nil)
+	c.hamiPod("first", 20000, 20, nil)
+	c.checkHAMiClaim(c.waitRunning("first"), 20000, 20)
+	p := c.hamiPodSpec("inits", 15000, 20, nil)
+	p.Spec.InitContainers = []corev1.Container{{Name: "prepare", Image: "cuda:sim", Resources: p.Spec.Containers[0].Resources}}
+	c.create(p)
+	if msg := c.waitEvent("inits", "FailedScheduling"); !strings.Contains(msg, "insufficient memory") {
+		t.Errorf("inits turned away with %q, want insufficient memory", msg)
+	}
 	c.checkNoOvercommit()
 }

@@ -38,8 +38,15 @@ var (
 // left, and the scheduler's device cache equals what the pods' annotations
 // say. Some of the pods come as gangs (scheduler-plugins PodGroups of two
 // or three members): no gang stays partly bound with cards held for its
-// members not bound (checkNoPartialGang). Each run logs its seed and
-// faults; -chaos-seed replays one.
+// members not bound (checkNoPartialGang). Half the nodes run a DRA driver
+// instead of HAMi's device plugin (HAMi's, and one NVIDIA's), taking the
+// same pods and gangs as claims hami-scheduler allocates; node deletions
+// hit them too, the device plugin's and node lock's faults only the
+// device-plugin nodes. On DRA nodes (checkDRAClaims): no card
+// over-committed by its claims, no pod counted on both kinds, no claim
+// left allocated or reserved for a pod that is gone, and every running
+// pod with one claim, allocated and reserved, consuming what it asked.
+// Each run logs its seed and faults; -chaos-seed replays one.
 func TestChaos(t *testing.T) {
 	seeds := []uint64{}
 	if *chaosSeed != 0 {
@@ -60,13 +67,39 @@ func TestChaos(t *testing.T) {
 // are taken over within the test; it stays well above a loaded device
 // plugin's round trip (an expiry shorter than that lets the next pod take
 // over a lock the device plugin is still serving, as in HAMi).
+// chaosNodes are the suite's nodes: device-plugin ones, and DRA ones of
+// HAMi's driver and of NVIDIA's, all of the same cards.
+const chaosNodes = "3 nodes x 2 cards of NVIDIA A100 40 GiB, split 10; " +
+	"2 nodes x 2 cards of NVIDIA A100 40 GiB, dra; 1 node x 2 cards of NVIDIA A100 40 GiB, dra nvidia"
+
 var chaosArgs = &hamiv1.HAMiArgs{NodeLockExpiry: &metav1.Duration{Duration: 20 * time.Second}}
 
 func runChaos(t *testing.T, seed uint64, pods int) {
 	rng := rand.New(rand.NewPCG(seed, seed^0x5eed))
 	restartScheduler(t, chaosArgs)
+	startClaimControllers(t)
 	e := newEnv(t, fmt.Sprintf("chaos%d", seed))
-	nodes := e.addNodes("6 nodes x 2 cards of NVIDIA A100 40 GiB, split 10", nil)
+	nodes := e.addNodes(chaosNodes, nil)
+	draNodes := map[string]bool{}
+	for _, n := range nodes {
+		if isDRANode(n) {
+			draNodes[n.Name] = true
+		}
+	}
+	// pluginNode is a random device-plugin node still there, for the
+	// faults of HAMi's device plugin and node lock.
+	pluginNode := func() *corev1.Node {
+		var ns []*corev1.Node
+		for _, n := range nodes {
+			if !draNodes[n.Name] {
+				ns = append(ns, n)
+			}
+		}
+		if len(ns) == 0 {
+			return nil
+		}
+		return ns[rng.IntN(len(ns))]
+	}
 	var faults []string
 	fault := func(format string, args ...any) {
 		msg := fmt.Sprintf(format, args...)
@@ -81,6 +114,7 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 	failing := map[string]bool{}
 	deleted := map[string]bool{}
 	gangs := map[string][]string{}
+	goneNodes := map[string]bool{}
 	for i := 0; i < pods; i++ {
 		name := fmt.Sprintf("p%03d", i)
 		if rng.IntN(15) == 0 {
@@ -110,21 +144,29 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 			e.deletePod(victim)
 			deleted[victim] = true
 		case 2:
-			n := nodes[rng.IntN(len(nodes))].Name
-			if leavePhantomLock(t, e, n) {
-				fault("stale lock of a phantom pod on %s", n)
+			if n := pluginNode(); n != nil && leavePhantomLock(t, e, n.Name) {
+				fault("stale lock of a phantom pod on %s", n.Name)
 			}
 		case 3:
-			n := nodes[rng.IntN(len(nodes))].Name
-			fault("device plugin of %s stops for a while", n)
-			setCardCount(t, e, n, 0)
-			time.AfterFunc(time.Duration(500+rng.IntN(1500))*time.Millisecond, func() { setCardCount(t, e, n, 20) })
+			n := pluginNode()
+			if n == nil {
+				break
+			}
+			fault("device plugin of %s stops for a while", n.Name)
+			setCardCount(t, e, n.Name, 0)
+			time.AfterFunc(time.Duration(500+rng.IntN(1500))*time.Millisecond, func() { setCardCount(t, e, n.Name, 20) })
 		case 4:
-			n := nodes[rng.IntN(len(nodes))]
+			n := pluginNode()
+			if n == nil {
+				break
+			}
 			fault("card 0 of %s cordoned", n.Name)
 			patchNode(t, e, n.Name, `{"metadata":{"annotations":{"`+devices.DeviceCordon+`":"`+cardUUID(n, 0)+`"}}}`)
 		case 5:
-			n := nodes[rng.IntN(len(nodes))]
+			n := pluginNode()
+			if n == nil {
+				break
+			}
 			split := 10 + rng.IntN(6)
 			fault("device plugin of %s re-registers its cards with split count %d", n.Name, split)
 			reRegister(t, e, n.Name, split)
@@ -135,6 +177,7 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 				nodes = append(nodes[:k:k], nodes[k+1:]...)
 				fault("node %s deleted with its pods", n.Name)
 				deleteNodeAndPods(t, e, n.Name)
+				goneNodes[n.Name] = true
 			}
 		}
 	}
@@ -145,6 +188,12 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 		for _, p := range e.pods() {
 			if p.DeletionTimestamp != nil {
 				return false, p.Name + " terminating"
+			}
+			if goneNodes[p.Spec.NodeName] {
+				// Bound while its node was being deleted: the pod
+				// garbage collector deletes such orphans.
+				forceDelete(t, e, p.Name)
+				return false, p.Name + " bound to deleted node " + p.Spec.NodeName
 			}
 			switch {
 			case p.Status.Phase == corev1.PodRunning:
@@ -161,7 +210,12 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 		return ok, nil
 	}); err != nil {
 		_, last := settled()
-		t.Fatalf("pods never settled (running, failed by their allocation, or pending with a reason and no binding in flight): %s", last)
+		for _, p := range draClaimProblems(t, e, draNodes) {
+			t.Errorf("DRA, before settling: %s", p)
+		}
+		t.Logf("claims: %s", describeClaims(t, e))
+		t.Fatalf("pods never settled (running, failed by their allocation, or pending with a reason and no binding in flight): %s; its last event: %s",
+			last, e.lastEvent(strings.Fields(last)[0]))
 	}
 	e.checkAccounting()
 	for _, n := range nodes {
@@ -169,6 +223,8 @@ func runChaos(t *testing.T, seed uint64, pods int) {
 	}
 	checkCacheMatchesAPI(t, e)
 	checkNoPartialGang(t, e, gangs, deleted)
+	checkDRAClaims(t, e, draNodes)
+	checkNoDRAViolation(t, e)
 	t.Logf("seed %d: %d pods, faults: %s", seed, pods, strings.Join(faults, "; "))
 }
 
@@ -328,19 +384,27 @@ func reRegister(t *testing.T, e *env, node string, split int) {
 }
 
 // deleteNodeAndPods deletes a node and, as the pod garbage collector does
-// for pods of a deleted node, its pods.
+// for pods of a deleted node, its pods (pods bound to it later, while
+// their binding was in flight, are collected while the suite settles).
 func deleteNodeAndPods(t *testing.T, e *env, node string) {
 	t.Helper()
 	if err := controlPlane.Client.CoreV1().Nodes().Delete(e.ctx, node, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("delete node %s: %v", node, err)
 	}
-	force := metav1.DeleteOptions{GracePeriodSeconds: new(int64)}
 	for _, p := range e.pods() {
 		if p.Spec.NodeName == node {
-			if err := controlPlane.Client.CoreV1().Pods(e.ns).Delete(e.ctx, p.Name, force); err != nil {
-				t.Errorf("delete pod %s of node %s: %v", p.Name, node, err)
-			}
+			forceDelete(t, e, p.Name)
 		}
+	}
+}
+
+// forceDelete deletes the pod at once, as the pod garbage collector
+// deletes the pods of a node that no longer exists.
+func forceDelete(t *testing.T, e *env, name string) {
+	t.Helper()
+	err := controlPlane.Client.CoreV1().Pods(e.ns).Delete(e.ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("delete pod %s: %v", name, err)
 	}
 }
 

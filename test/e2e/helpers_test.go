@@ -65,6 +65,9 @@ func newEnv(t *testing.T, name string) *env {
 
 // addNodes creates the test's nodes from a gpunode spec; mutate, if set,
 // changes each node (labels, taints, annotations) before it is created.
+// For DRA groups it installs their drivers' DeviceClasses, as the charts
+// do, until the test ends (NVIDIA's maps nvidia.com/gpu for every pod),
+// and waits for the nodes' slices.
 func (e *env) addNodes(spec string, mutate func(i int, n *corev1.Node)) []*corev1.Node {
 	e.t.Helper()
 	specs, err := simnode.ParseSpecs(spec)
@@ -83,6 +86,14 @@ func (e *env) addNodes(spec string, mutate func(i int, n *corev1.Node)) []*corev
 	}
 	if err := simnode.Create(e.ctx, controlPlane.Client, nodes); err != nil {
 		e.t.Fatal(err)
+	}
+	if classes := simnode.DeviceClasses(specs); len(classes) > 0 {
+		for _, c := range classes {
+			createDeviceClass(e, c)
+		}
+		if err := simnode.WaitForSlices(e.ctx, controlPlane.Client, nodes, waitLimit); err != nil {
+			e.t.Fatal(err)
+		}
 	}
 	return nodes
 }
@@ -274,6 +285,17 @@ func (e *env) deletePod(name string) {
 	if err != nil && !apierrors.IsNotFound(err) {
 		e.t.Fatalf("delete pod %s: %v", name, err)
 	}
+}
+
+// lastEvent is the reason and message of the last event about the
+// object, for a failure's message.
+func (e *env) lastEvent(object string) string {
+	list, err := controlPlane.Client.CoreV1().Events(e.ns).List(e.ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + object})
+	if err != nil || len(list.Items) == 0 {
+		return fmt.Sprint("none ", err)
+	}
+	ev := list.Items[len(list.Items)-1]
+	return ev.Reason + ": " + ev.Message
 }
 
 // waitGone waits until the pod is deleted.
