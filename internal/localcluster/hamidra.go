@@ -149,34 +149,44 @@ func (w *HAMiDRAWebhook) register(ctx context.Context, namespaceLabels map[strin
 // WaitAdmitting waits until the apiserver sends pods of the namespace to
 // the webhook: a dry-run pod asking one nvidia.com/gpu comes back with
 // HAMi-DRA's label. The model creates a claim even for a dry run, as the
-// webhook does; the probe's claims are deleted again.
+// webhook does, so each attempt's pod has a name of its own: an attempt
+// whose admission failed after the webhook made its claim (the webhook
+// call timing out on a busy API server) would otherwise leave a claim
+// that refuses every later attempt of the same name. The probes' claims
+// are deleted again.
 func (w *HAMiDRAWebhook) WaitAdmitting(ctx context.Context, namespace string, limit time.Duration) error {
-	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "hami-dra-probe-" + utilrand.String(5), Namespace: namespace},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "probe", Image: "probe",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{hamidra.ChartConfig().CountName: *resource.NewQuantity(1, resource.DecimalSI)}},
-		}}},
-	}
-	claim := hamidra.ClaimName(namespace, probe.Name, "probe")
+	var claims []string
 	defer func() {
-		err := w.client.ResourceV1().ResourceClaims(namespace).Delete(context.WithoutCancel(ctx), claim, metav1.DeleteOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
-			fmt.Fprintf(os.Stderr, "delete HAMi-DRA probe claim %s/%s: %v\n", namespace, claim, err)
+		for _, claim := range claims {
+			err := w.client.ResourceV1().ResourceClaims(namespace).Delete(context.WithoutCancel(ctx), claim, metav1.DeleteOptions{})
+			if err != nil && !apierrors.IsNotFound(err) {
+				fmt.Fprintf(os.Stderr, "delete HAMi-DRA probe claim %s/%s: %v\n", namespace, claim, err)
+			}
 		}
 	}()
-	var last string
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
+	var first, last string
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, limit, true, func(ctx context.Context) (bool, error) {
+		probe := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "hami-dra-probe-" + utilrand.String(5), Namespace: namespace},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "probe", Image: "probe",
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{hamidra.ChartConfig().CountName: *resource.NewQuantity(1, resource.DecimalSI)}},
+			}}},
+		}
+		claims = append(claims, hamidra.ClaimName(namespace, probe.Name, "probe"))
 		got, err := w.client.CoreV1().Pods(namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			last = err.Error()
-			return false, nil
+		} else {
+			last = fmt.Sprintf("labels %v", got.Labels)
 		}
-		last = fmt.Sprintf("labels %v", got.Labels)
-		return got.Labels[hamidra.Label] == "true", nil
+		if first == "" {
+			first = last
+		}
+		return err == nil && got.Labels[hamidra.Label] == "true", nil
 	})
 	if err != nil {
-		return fmt.Errorf("a dry-run GPU pod in %s is not mutated by HAMi-DRA's webhook within %s (last: %s): %w", namespace, limit, last, err)
+		return fmt.Errorf("a dry-run GPU pod in %s is not mutated by HAMi-DRA's webhook within %s (first: %s; last: %s): %w", namespace, limit, first, last, err)
 	}
 	return nil
 }
