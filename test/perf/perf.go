@@ -12,6 +12,7 @@ package perf
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"maps"
 	"math"
@@ -539,7 +540,7 @@ func (t *podTimes) observe(obj any) {
 // them. problems are accounting problems found before the deletion.
 func runPhase(ctx context.Context, cp *localcluster.ControlPlane, agent *simnode.Agent, calls *nodeCalls, dra *draSetup, args *hamiv1.HAMiArgs, opts Options,
 	ph Phase, containers func() []corev1.Container, progress io.Writer) (_ Phase, problems []string, _ error) {
-	namespace := strings.NewReplacer(" ", "-", "/", "-").Replace(ph.Name())
+	namespace := phaseNamespace(ph)
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 	if ph.Setting.HAMiDRA {
 		ns.Labels = hamiDRANamespaceLabel
@@ -1249,4 +1250,20 @@ func ratio(n, d float64) string {
 		return "-"
 	}
 	return strconv.FormatFloat(n/d, 'f', 2, 64)
+}
+
+// phaseNamespace is the namespace of the phase's pods: its name, or on
+// HAMi-DRA's route a short one. HAMi-DRA's webhook names a pod's claim
+// reference namespace-pod-container, which must be a DNS label (63
+// characters at most): a phase's full name ("hami-backlog-binpack-
+// dra100-hami-dra-run-1", 42) leaves too little, and the API server
+// refuses every pod the webhook mutates.
+func phaseNamespace(ph Phase) string {
+	name := strings.NewReplacer(" ", "-", "/", "-").Replace(ph.Name())
+	if !ph.Setting.HAMiDRA {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("hami-dra-%08x", h.Sum32())
 }
