@@ -25,14 +25,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
@@ -915,7 +918,14 @@ func wholeCardPacking(nodes []corev1.Node, pods []corev1.Pod) Packing {
 // still there once the pods are gone are deleted, so that the next phase
 // starts with every card free.
 func deletePods(ctx context.Context, client kubernetes.Interface, namespace string) error {
-	if err := client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{}); err != nil {
+	// On HAMi-DRA's route every pod's deletion calls its webhook, one
+	// after another inside the API server's DeleteCollection: a thousand
+	// of them outlast the request's timeout while the server goes on
+	// deleting. The call is repeated until it returns in time.
+	timedOut := func(err error) bool { return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) }
+	if err := retry.OnError(wait.Backoff{Steps: 10, Duration: time.Second, Factor: 1.5}, timedOut, func() error {
+		return client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{})
+	}); err != nil {
 		return fmt.Errorf("delete pods of %s: %w", namespace, err)
 	}
 	if err := waitEmpty(ctx, "pods of "+namespace, func() (int, error) {
