@@ -25,7 +25,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -920,10 +919,9 @@ func wholeCardPacking(nodes []corev1.Node, pods []corev1.Pod) Packing {
 func deletePods(ctx context.Context, client kubernetes.Interface, namespace string) error {
 	// On HAMi-DRA's route every pod's deletion calls its webhook, one
 	// after another inside the API server's DeleteCollection: a thousand
-	// of them outlast the request's timeout while the server goes on
-	// deleting. The call is repeated until it returns in time.
-	timedOut := func(err error) bool { return apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) }
-	if err := retry.OnError(wait.Backoff{Steps: 10, Duration: time.Second, Factor: 1.5}, timedOut, func() error {
+	// of them outlast the request (a timeout, or the stream reset) while
+	// the server goes on deleting. The call is repeated until it returns.
+	if err := retry.OnError(wait.Backoff{Steps: 10, Duration: time.Second, Factor: 1.5}, func(error) bool { return ctx.Err() == nil }, func() error {
 		return client.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}, metav1.ListOptions{})
 	}); err != nil {
 		return fmt.Errorf("delete pods of %s: %w", namespace, err)
