@@ -29,7 +29,7 @@ func TestServerAnswersEveryRequestUnderLoad(t *testing.T) {
 }
 
 // BenchmarkServerUnderLoad reports admission latency percentiles with 32
-// concurrent clients (see docs/benchmarks.md).
+// concurrent clients (see docs/benchmarks/webhook.md).
 func BenchmarkServerUnderLoad(b *testing.B) {
 	s := startTestServer(b, ServerOptions{ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout, MaxRequestBytes: DefaultMaxRequestBytes})
 	b.ResetTimer()
