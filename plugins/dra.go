@@ -18,7 +18,7 @@ import (
 
 // draRoute places pods on DRA nodes: nodes whose cards a DRA driver
 // publishes as shareable devices (ResourceSlices) instead of HAMi's device
-// plugin registering them (draroute.go). The same pod goes to a node of
+// plugin registering them (draroute_since1.34.go). The same pod goes to a node of
 // either kind, whichever the node and card policies choose: on a DRA node
 // its shares are a ResourceClaim the scheduler allocates, reserves for it
 // and names in its status, which the driver's kubelet plugin prepares.

@@ -9,7 +9,7 @@ import (
 
 // victimPriority is how kube-scheduler ranks a pod as a preemption victim:
 // its own priority for default preemption, its PodGroup's for
-// workload-aware preemption (podgroupcycle.go).
+// workload-aware preemption (podgroupcycle_since1.34.go).
 type victimPriority func(*corev1.Pod) int32
 
 // mayBeVictim reports whether preemption could choose the pod holding h,
