@@ -52,14 +52,14 @@ type Plugin struct {
 	waiting waitingPods
 	bursts  burstMemory
 	// resumed keeps the cards of gang members another scheduler process
-	// handed over and did not bind (resume.go).
+	// handed over and did not bind (gang_resume.go).
 	resumed resumedHandOvers
 	// lockHolders indexes the node locks by their holder, to release
 	// those a killed scheduler process left (stalelocks.go).
 	lockHolders lockHolders
 	// dra places pods on DRA nodes (dra.go); nil without them.
 	dra draRoute
-	// gangs binds the members of a gang as one round (gangbind.go).
+	// gangs binds the members of a gang as one round (gang_bind.go).
 	gangs gangBindings
 }
 

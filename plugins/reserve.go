@@ -45,7 +45,7 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 // when PreBind already wrote the pod's assignment, marks it failed and
 // releases the node lock PreBind took; vendor locks PreBind took
 // (Cambricon's) are released either way. A gang member given back from
-// its binding cycle aborts its round (gangbind.go). A binding that reported an error but reached the
+// its binding cycle aborts its round (gang_bind.go). A binding that reported an error but reached the
 // API server (a timeout, a scheduler stopping mid-call) is left as it is:
 // the pod is bound and its device plugin will serve it. Unreserve is
 // idempotent and harmless for pods this plugin did not reserve, and does

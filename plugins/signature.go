@@ -108,7 +108,7 @@ func (p *Plugin) podSignature(pod *corev1.Pod) (value *deviceSignature, ok bool)
 // signable reports whether nothing the plugin keeps by the pod's UID
 // would set its fit or score apart from another pod's with the same
 // signature: a hold of its own (the cards of a hand-over another
-// scheduler process began, resumed for it, resume.go, which its own cycle
+// scheduler process began, resumed for it, gang_resume.go, which its own cycle
 // may take again), or a full pass it is owed (its last cycle was narrowed
 // to candidates that all failed, candidates.go). A pod whose annotations
 // show a hand-over under way (a gang member, unbound, its assignment
