@@ -82,7 +82,7 @@ func (p *Plugin) reserveClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	s.mu.Lock()
 	s.draBinding = binding
 	s.mu.Unlock()
-	p.waiting.reserve(pod.UID, true, time.Now())
+	p.waiting.Reserve(pod.UID, true, time.Now())
 	if gang := gangOf(pod); gang != "" {
 		p.gangs.reserve(gang, pod, node, true)
 	}
@@ -124,7 +124,7 @@ func (p *Plugin) releaseClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	if binding == nil {
 		return false
 	}
-	p.waiting.reserve(pod.UID, false, time.Now())
+	p.waiting.Reserve(pod.UID, false, time.Now())
 	if err := binding.release(ctx); err != nil {
 		klog.FromContext(ctx).Error(err, "ResourceClaim not given back", "pod", klog.KObj(pod))
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
+	"github.com/hami-scheduler/hami-scheduler/plugins/handover"
 	"github.com/hami-scheduler/hami-scheduler/plugins/nodelock"
 )
 
@@ -46,11 +47,11 @@ type Plugin struct {
 	// handOvers times each pod's hand-over to its device plugin.
 	handOvers handOvers
 	// queues counts the pods being handed over to each node.
-	queues nodeQueues
+	queues handover.Queues
 	// waiting counts the pods still waiting to be placed, per scheduler;
-	// bursts remembers the backlogs they made (queuelimit.go).
-	waiting waitingPods
-	bursts  burstMemory
+	// bursts remembers the backlogs they made (plugins/handover).
+	waiting handover.Waiting
+	bursts  handover.Bursts
 	// resumed keeps the cards of gang members another scheduler process
 	// handed over and did not bind (gang_resume.go).
 	resumed resumedHandOvers

@@ -29,12 +29,12 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
-	p.waiting.reserve(pod.UID, true, time.Now())
+	p.waiting.Reserve(pod.UID, true, time.Now())
 	if gang := gangOf(pod); gang != "" {
 		p.gangs.reserve(gang, pod, nodeName, false)
 	}
 	if sharedLockAsks(p.registry.Vendors(), s.requests) {
-		p.queues.add(pod.UID, nodeName, time.Now())
+		p.queues.Add(pod.UID, nodeName, time.Now())
 	}
 	klog.FromContext(ctx).V(4).Info("Devices assumed", "pod", klog.KObj(pod), "node", nodeName)
 	p.filteringSucceeded(pod, s, nodeName)
@@ -72,8 +72,8 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 		return
 	}
 	released := p.cache.Forget(pod)
-	p.queues.remove(pod.UID)
-	p.waiting.reserve(pod.UID, false, time.Now())
+	p.queues.Remove(pod.UID)
+	p.waiting.Reserve(pod.UID, false, time.Now())
 	p.releaseVendorLocks(ctx, state, pod)
 	logger.V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 	if released && !fwk.IsPodGroupCycle(state) {
