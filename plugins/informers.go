@@ -63,7 +63,7 @@ func (p *Plugin) onNodeDelete(logger klog.Logger, obj any) {
 	}
 	if node, ok := obj.(*corev1.Node); ok {
 		p.locker.NodeChanged(node.Name)
-		p.lockHolders.set(node.Name, "")
+		p.lockHolders.Set(node.Name, "")
 		p.releaseReservationsOn(logger, node.Name)
 		p.cache.RemoveNode(node.Name)
 		p.queues.ForgetNode(node.Name)

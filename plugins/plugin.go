@@ -56,8 +56,8 @@ type Plugin struct {
 	// handed over and did not bind (gang_resume.go).
 	resumed resumedHandOvers
 	// lockHolders indexes the node locks by their holder, to release
-	// those a killed scheduler process left (stalelocks.go).
-	lockHolders lockHolders
+	// those a killed scheduler process left (nodelock/holders.go).
+	lockHolders nodelock.Holders
 	// dra places pods on DRA nodes (dra.go); nil without them.
 	dra draRoute
 	// gangs binds the members of a gang as one round (gang_bind.go).

@@ -71,7 +71,7 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	s.mu.Lock()
 	s.patched = strconv.FormatInt(now.Unix(), 10)
 	s.mu.Unlock()
-	// Vendors with a lock of their own (Cambricon's), see vendorlock.go;
+	// Vendors with a lock of their own (Cambricon's), see nodelock/vendor.go;
 	// Unreserve releases them.
 	if st := p.takeVendorLocks(ctx, state, pod, nodeName, s.requests); st != nil {
 		s.mu.Lock()
