@@ -82,12 +82,8 @@ func (p *Plugin) reserveClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	s.mu.Lock()
 	s.draBinding = binding
 	s.mu.Unlock()
-	p.waiting.Reserve(pod.UID, true, time.Now())
-	if gang := gangOf(pod); gang != "" {
-		p.gangs.reserve(gang, pod, node, true)
-	}
 	klog.FromContext(ctx).V(4).Info("DRA devices reserved", "pod", klog.KObj(pod), "node", node)
-	p.filteringSucceeded(pod, s, node)
+	p.reserved(s, pod, node, true)
 	return nil
 }
 

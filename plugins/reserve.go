@@ -29,16 +29,24 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
-	p.waiting.Reserve(pod.UID, true, time.Now())
-	if gang := gangOf(pod); gang != "" {
-		p.gangs.reserve(gang, pod, nodeName, false)
-	}
 	if sharedLockAsks(p.registry.Vendors(), s.requests) {
 		p.queues.Add(pod.UID, nodeName, time.Now())
 	}
 	klog.FromContext(ctx).V(4).Info("Devices assumed", "pod", klog.KObj(pod), "node", nodeName)
-	p.filteringSucceeded(pod, s, nodeName)
+	p.reserved(s, pod, nodeName, false)
 	return nil
+}
+
+// reserved is how Reserve ends on a node of either kind (reserveClaim on a
+// DRA node): the pod no longer counts among those waiting for the
+// scheduler, its gang holds its reservation for the binding round, and
+// HAMi's FilteringSucceed is recorded.
+func (p *Plugin) reserved(s *cycleState, pod *corev1.Pod, node string, onDRA bool) {
+	p.waiting.Reserve(pod.UID, true, time.Now())
+	if gang := gangOf(pod); gang != "" {
+		p.gangs.reserve(gang, pod, node, onDRA)
+	}
+	p.filteringSucceeded(pod, s, node)
 }
 
 // Unreserve forgets the assumed cards when the pod does not get bound and,
