@@ -75,7 +75,7 @@ func TestStaleLocksReleased(t *testing.T) {
 			// harness waits for them) and decide at once whether to
 			// release; a release they started would be under way: wait
 			// for it, then the lock must still be there.
-			h.plugin.lockHolders.releasing.Wait()
+			h.plugin.lockHolders.Wait()
 			if lockGone() {
 				t.Error("a lock whose pod may still hand over on the node was released")
 			}

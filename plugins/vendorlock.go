@@ -2,115 +2,48 @@ package plugins
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+	"github.com/hami-scheduler/hami-scheduler/plugins/nodelock"
 )
 
-// Vendor node locks. A vendor whose devices.NodeLocker names a key other
-// than hami.io/mutex.lock (Cambricon: cambricon.com/dsmlu.lock) has a lock
-// of its own, taken the HAMi way: the node annotation holds the RFC3339
-// time it was taken; a lock younger than vendorLockExpiry fails the bind,
-// an older one is replaced. HAMi deletes it when the bind fails; on
-// success the vendor's device plugin releases it.
-//
-// Unlike HAMi, the lock is taken and released with JSON patches that test
-// the value first: two schedulers (or replicas) cannot both take a free or
-// an expired lock, an expired lock is replaced in one patch (HAMi deletes
-// it, then sets it), an unreadable value is replaced (HAMi fails every
-// bind on the node), and a release deletes only the value this pod wrote,
-// never a lock another pod took since. As in HAMi, a lock younger than
-// vendorLockExpiry blocks every pod, the same pod retrying included; the
-// error says so.
-
-// vendorLockExpiry is the age after which HAMi replaces a vendor's own
-// node lock (Cambricon's 2 minutes).
-const vendorLockExpiry = 2 * time.Minute
-
 // vendorLockStateKey is the cycle state key of the vendor locks PreBind
-// took for the pod.
+// took for the pod (nodelock/vendor.go).
 const vendorLockStateKey fwk.StateKey = Name + "/vendor-locks"
-
-// errVendorLockBusy is a vendor lock younger than vendorLockExpiry.
-var errVendorLockBusy = errors.New("node lock held")
 
 // takenVendorLocks are the vendor locks PreBind took for a pod: key and the
 // value written, so that Unreserve deletes only its own.
 type takenVendorLocks struct {
 	node  string
-	locks []takenVendorLock
+	locks []nodelock.VendorLock
 }
-
-type takenVendorLock struct{ key, value string }
 
 // Clone implements fwk.StateData; the record is not changed once written.
 func (t *takenVendorLocks) Clone() fwk.StateData { return t }
-
-// ownLockKeys returns the vendor lock keys the pod must take: those of the
-// vendors with a lock of their own that a regular (not init) container
-// asks for, as HAMi's LockNode looks at spec.containers alone. requests
-// are index-aligned with vendors; each key appears once.
-func ownLockKeys(vendors []devices.Vendor, requests []devices.PodRequest) []string {
-	var keys []string
-	for i := range requests {
-		if i >= len(vendors) {
-			break
-		}
-		nl, ok := vendors[i].(devices.NodeLocker)
-		if !ok {
-			continue
-		}
-		key := nl.NodeLock()
-		if key == "" || key == devices.NodeLock || !asksInRegular(&requests[i]) {
-			continue
-		}
-		dup := false
-		for _, k := range keys {
-			dup = dup || k == key
-		}
-		if !dup {
-			keys = append(keys, key)
-		}
-	}
-	return keys
-}
-
-// asksInRegular reports whether a regular container of r asks for devices.
-func asksInRegular(r *devices.PodRequest) bool {
-	for _, c := range r.Containers[min(max(r.Inits, 0), len(r.Containers)):] {
-		if !c.IsZero() {
-			return true
-		}
-	}
-	return false
-}
 
 // takeVendorLocks takes, on nodeName, the own node lock of each vendor a
 // regular container of the pod asks for (PreBind, before
 // hami.io/mutex.lock), and records them in state for Unreserve. On failure
 // it releases those it took and returns the status PreBind returns.
 func (p *Plugin) takeVendorLocks(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string, requests []devices.PodRequest) *fwk.Status {
-	keys := ownLockKeys(p.registry.Vendors(), requests)
+	keys := nodelock.VendorKeys(p.registry.Vendors(), requests)
 	if len(keys) == 0 {
 		return nil
 	}
 	taken := &takenVendorLocks{node: nodeName}
 	for _, key := range keys {
-		value, err := p.takeVendorLock(ctx, nodeName, key, time.Now())
+		value, err := p.locker.TakeVendor(ctx, nodeName, key, time.Now())
 		if err != nil {
-			p.releaseTaken(ctx, pod, taken)
+			p.locker.ReleaseVendor(ctx, pod, taken.node, taken.locks)
 			reason := "lock_error"
-			if errors.Is(err, errVendorLockBusy) {
+			if errors.Is(err, nodelock.ErrVendorBusy) {
 				reason = "lock_busy"
 			}
 			preBindFailed(reason)
@@ -118,56 +51,11 @@ func (p *Plugin) takeVendorLocks(ctx context.Context, state fwk.CycleState, pod 
 			p.bindingFailed(pod, err)
 			return fwk.AsStatus(err)
 		}
-		taken.locks = append(taken.locks, takenVendorLock{key: key, value: value})
+		taken.locks = append(taken.locks, nodelock.VendorLock{Key: key, Value: value})
 	}
 	state.Write(vendorLockStateKey, taken)
 	klog.FromContext(ctx).V(4).Info("Vendor node locks taken", "pod", klog.KObj(pod), "node", nodeName, "locks", keys)
 	return nil
-}
-
-// takeVendorLock sets the node annotation key to now (RFC3339) when it is
-// absent, older than vendorLockExpiry or not an RFC3339 time, and returns
-// the value written. A younger lock is errVendorLockBusy.
-func (p *Plugin) takeVendorLock(ctx context.Context, nodeName, key string, now time.Time) (string, error) {
-	nodes := p.handle.ClientSet().CoreV1().Nodes()
-	node, err := nodes.Get(ctx, nodeName, metav1.GetOptions{})
-	if err != nil {
-		return "", err
-	}
-	value := now.Format(time.RFC3339)
-	path := "/metadata/annotations/" + jsonPointerEscaper.Replace(key)
-	var ops []jsonPatchOp
-	old, held := node.Annotations[key]
-	switch {
-	case node.Annotations == nil:
-		ops = []jsonPatchOp{
-			{Op: "test", Path: "/metadata/annotations", Value: nil},
-			{Op: "add", Path: "/metadata/annotations", Value: map[string]string{key: value}},
-		}
-	case !held:
-		ops = []jsonPatchOp{{Op: "test", Path: path, Value: nil}, {Op: "add", Path: path, Value: value}}
-	default:
-		// A value that is not an RFC3339 time was written by neither HAMi
-		// nor this plugin: it is replaced (HAMi fails every bind on the
-		// node until someone deletes it).
-		if at, err := time.Parse(time.RFC3339, old); err == nil && now.Sub(at) <= vendorLockExpiry {
-			return "", fmt.Errorf("%w: taken at %s for another pod being bound (it is released by the device plugin, or replaced once %v old)", errVendorLockBusy, old, vendorLockExpiry)
-		}
-		klog.FromContext(ctx).V(2).Info("Replacing an expired or unreadable vendor node lock", "node", nodeName, "lock", key, "value", old)
-		ops = []jsonPatchOp{{Op: "test", Path: path, Value: old}, {Op: "replace", Path: path, Value: value}}
-	}
-	patch, err := json.Marshal(ops)
-	if err != nil {
-		return "", err
-	}
-	if _, err := nodes.Patch(ctx, nodeName, types.JSONPatchType, patch, metav1.PatchOptions{}); err != nil {
-		if apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
-			// The test failed: another pod took the lock meanwhile.
-			return "", fmt.Errorf("%w: taken by another pod meanwhile", errVendorLockBusy)
-		}
-		return "", err
-	}
-	return value, nil
 }
 
 // releaseVendorLocks deletes the vendor locks PreBind took for the pod, if
@@ -183,29 +71,5 @@ func (p *Plugin) releaseVendorLocks(ctx context.Context, state fwk.CycleState, p
 		return
 	}
 	state.Delete(vendorLockStateKey)
-	p.releaseTaken(ctx, pod, taken)
-}
-
-// releaseTaken deletes each lock of taken whose value is still the one
-// written for the pod: a lock the device plugin released, or another pod
-// took since, is left alone.
-func (p *Plugin) releaseTaken(ctx context.Context, pod *corev1.Pod, taken *takenVendorLocks) {
-	logger := klog.FromContext(ctx)
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	for _, l := range taken.locks {
-		path := "/metadata/annotations/" + jsonPointerEscaper.Replace(l.key)
-		patch, err := json.Marshal([]jsonPatchOp{{Op: "test", Path: path, Value: l.value}, {Op: "remove", Path: path}})
-		if err == nil {
-			_, err = p.handle.ClientSet().CoreV1().Nodes().Patch(ctx, taken.node, types.JSONPatchType, patch, metav1.PatchOptions{})
-		}
-		switch {
-		case err == nil:
-			logger.V(4).Info("Vendor node lock released", "pod", klog.KObj(pod), "node", taken.node, "lock", l.key)
-		case apierrors.IsNotFound(err), apierrors.IsInvalid(err), apierrors.IsConflict(err):
-			logger.V(4).Info("Vendor node lock no longer the pod's", "pod", klog.KObj(pod), "node", taken.node, "lock", l.key)
-		default:
-			logger.Error(err, "Releasing a vendor node lock", "pod", klog.KObj(pod), "node", taken.node, "lock", l.key)
-		}
-	}
+	p.locker.ReleaseVendor(ctx, pod, taken.node, taken.locks)
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // Every extension point hands the in-tree plugin the pod's view
-// (view.go) and is otherwise the in-tree plugin's.
+// (view_since1.34.go) and is otherwise the in-tree plugin's.
 
 // SignPod implements fwk.SignPlugin.
 func (pl *Plugin) SignPod(ctx context.Context, pod *v1.Pod) ([]fwk.SignFragment, *fwk.Status) {

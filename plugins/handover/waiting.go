@@ -1,4 +1,4 @@
-package plugins
+package handover
 
 import (
 	"math"
@@ -9,15 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// waitingPods counts, per scheduler name, the pods still waiting to be
+// Waiting counts, per scheduler name, the pods still waiting to be
 // placed: not bound, not being deleted, not last found unschedulable, and
 // not reserved on a node yet. A backlog is many such pods; a steady stream
 // that the scheduler keeps up with is a few. It also numbers the pods in
 // the order the informer first showed them, so that a burst knows its own
 // pods from those that came after it, and measures the rate at which the
 // pods it placed had arrived: the stream the pods waiting now come on top
-// of (queuelimit.go).
-type waitingPods struct {
+// of (limit.go).
+type Waiting struct {
 	mu      sync.Mutex
 	pods    map[types.UID]waitingPod
 	waiting map[string]int
@@ -75,11 +75,11 @@ type waitingPod struct {
 
 func (wp waitingPod) counts() bool { return wp.seen && !wp.reserved }
 
-// set follows a pod from the informer; now is when it shows it.
-func (w *waitingPods) set(pod *corev1.Pod, now time.Time) {
+// Set follows a pod from the informer; now is when it shows it.
+func (w *Waiting) Set(pod *corev1.Pod, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if !waitsForScheduler(pod) {
+	if !WaitsForScheduler(pod) {
 		w.removeLocked(pod.UID)
 		return
 	}
@@ -96,20 +96,20 @@ func (w *waitingPods) set(pod *corev1.Pod, now time.Time) {
 	}
 }
 
-func (w *waitingPods) init() {
+func (w *Waiting) init() {
 	if w.pods == nil {
 		w.pods, w.waiting, w.rates = map[types.UID]waitingPod{}, map[string]int{}, map[string]arrivalRate{}
 	}
 }
 
-// remove forgets a pod (deleted, or no longer waiting).
-func (w *waitingPods) remove(uid types.UID) {
+// Remove forgets a pod (deleted, or no longer waiting).
+func (w *Waiting) Remove(uid types.UID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.removeLocked(uid)
 }
 
-func (w *waitingPods) removeLocked(uid types.UID) {
+func (w *Waiting) removeLocked(uid types.UID) {
 	wp, ok := w.pods[uid]
 	if !ok {
 		return
@@ -120,7 +120,7 @@ func (w *waitingPods) removeLocked(uid types.UID) {
 	}
 }
 
-func (w *waitingPods) decrementLocked(scheduler string) {
+func (w *Waiting) decrementLocked(scheduler string) {
 	if w.waiting[scheduler] <= 1 {
 		delete(w.waiting, scheduler)
 		return
@@ -128,11 +128,11 @@ func (w *waitingPods) decrementLocked(scheduler string) {
 	w.waiting[scheduler]--
 }
 
-// reserve marks the pod placed on a node (Reserve) at now or, with false,
+// Reserve marks the pod placed on a node (Reserve) at now or, with false,
 // waiting again (Unreserve). A pod reserved before the informer showed it
 // is remembered as reserved. A pod counts for its scheduler's arrival rate
 // when first reserved, at the time it arrived.
-func (w *waitingPods) reserve(uid types.UID, reserved bool, now time.Time) {
+func (w *Waiting) Reserve(uid types.UID, reserved bool, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.init()
@@ -155,9 +155,9 @@ func (w *waitingPods) reserve(uid types.UID, reserved bool, now time.Time) {
 	}
 }
 
-// arrivals is what a burst reads, at now, of the pods of the pod's
+// Arrivals is what a burst reads, at now, of the pods of the pod's
 // scheduler.
-func (w *waitingPods) arrivals(pod *corev1.Pod, now time.Time) arrivals {
+func (w *Waiting) Arrivals(pod *corev1.Pod, now time.Time) Arrivals {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	behind := w.waiting[pod.Spec.SchedulerName]
@@ -165,31 +165,31 @@ func (w *waitingPods) arrivals(pod *corev1.Pod, now time.Time) arrivals {
 	if ok && wp.counts() {
 		behind--
 	}
-	return arrivals{behind: behind, seq: wp.seq, last: w.lastSeq, perSecond: w.rates[pod.Spec.SchedulerName].perSecond(now)}
+	return Arrivals{behind: behind, seq: wp.seq, last: w.lastSeq, perSecond: w.rates[pod.Spec.SchedulerName].perSecond(now)}
 }
 
-// arrivals are the pods waiting for a scheduler as one of them sees them:
+// Arrivals are the pods waiting for a scheduler as one of them sees them:
 // how many wait besides it (behind), its place in the order pods were
 // first seen (seq, 0 when not seen yet), the last place given (last), and
 // the rate at which the scheduler's pods arrive (perSecond).
-type arrivals struct {
+type Arrivals struct {
 	behind    int
 	seq, last uint64
 	perSecond float64
 }
 
-// count is how many pods wait for the named scheduler.
-func (w *waitingPods) count(scheduler string) int {
+// Count is how many pods wait for the named scheduler.
+func (w *Waiting) Count(scheduler string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.waiting[scheduler]
 }
 
-// waitsForScheduler reports whether a pod is still to be placed: unbound,
+// WaitsForScheduler reports whether a pod is still to be placed: unbound,
 // not being deleted, not finished, and not marked unschedulable by its
 // last attempt (such a pod waits for the cluster to change, not for a
 // node's queue).
-func waitsForScheduler(pod *corev1.Pod) bool {
+func WaitsForScheduler(pod *corev1.Pod) bool {
 	if pod.Spec.NodeName != "" || pod.DeletionTimestamp != nil ||
 		pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 		return false

@@ -39,7 +39,7 @@ import (
 //     GangBindingFailed event saying which are bound.
 //
 // Rounds are this process's: a process that stops mid-round leaves its
-// members to the next (resume.go).
+// members to the next (gang_resume.go).
 
 // reasonGangBindingFailed is the PodGroup event of an aborted round.
 const reasonGangBindingFailed = "GangBindingFailed"

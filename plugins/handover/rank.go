@@ -1,10 +1,10 @@
-package plugins
+package handover
 
 import (
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
-// rankByQueue applies nodeQueueLimit to scores NormalizeScore has brought
+// RankByQueue applies nodeQueueLimit to scores NormalizeScore has brought
 // into range: nodes rank first by their queue's rounds (the pods being
 // handed over to the node divided by the limit, fewer first), then by
 // their score. When every node is in the same round, which is always so
@@ -12,7 +12,7 @@ import (
 // are. Otherwise nodes of the fewest rounds score 50 to 100 by their score
 // and a node k rounds behind at most 50/(k+1), so that the weighted HAMi
 // score keeps that order ahead of the default plugins' small differences.
-func rankByQueue(scores fwk.NodeScoreList, rounds func(node string) int) {
+func RankByQueue(scores fwk.NodeScoreList, rounds func(node string) int) {
 	behind := make([]int, len(scores))
 	fewest, most := -1, -1
 	for i := range scores {

@@ -184,7 +184,7 @@ func (p *Plugin) Reserved(uid types.UID) (node string, allocated map[string]stri
 }
 
 // ownHolds are, per node, what the pods hold while unbound (resumed
-// hand-overs, resume.go).
+// hand-overs, gang_resume.go).
 func (p *Plugin) ownHolds(pods []*corev1.Pod) map[string][]devicecache.Holding {
 	var out map[string][]devicecache.Holding
 	for _, pod := range pods {
