@@ -21,7 +21,7 @@ BENCH_NODES ?= 200
 BENCH_PODS  ?= 1000
 # More flags for test/perf, e.g. BENCH_ARGS="-node-side=fast -policies=binpack -arrivals=backlog".
 BENCH_ARGS  ?=
-# Where make bench-e2e writes its figures as JSON (internal/benchfigures),
+# Where make bench-e2e writes its figures as JSON (test/util/benchfigures),
 # which make plots draws.
 BENCH_RESULTS ?= _output/bench/figures.json
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/cardfit"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 var (

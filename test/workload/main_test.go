@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // gates are the API server's and the scheduler's: the chart's
