@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/benchfigures"
-	"github.com/hami-scheduler/hami-scheduler/internal/plots"
+	"github.com/hami-scheduler/hami-scheduler/hack/plots/charts"
+	"github.com/hami-scheduler/hami-scheduler/test/util/benchfigures"
 )
 
 // The committed figures and charts, relative to this package.
@@ -77,18 +77,18 @@ func TestCommittedChartsRender(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		charts, err := plots.Charts(f)
+		drawn, err := charts.Charts(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		base := strings.TrimSuffix(filepath.Base(file), ".json")
-		for _, c := range charts {
+		for _, c := range drawn {
 			path := filepath.Join(chartsDir, base+"-"+c.Name+".svg")
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := plots.Inspect(bytes.NewReader(data))
+			got, err := charts.Inspect(bytes.NewReader(data))
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}

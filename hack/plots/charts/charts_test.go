@@ -1,4 +1,4 @@
-package plots
+package charts
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/benchfigures"
+	"github.com/hami-scheduler/hami-scheduler/test/util/benchfigures"
 )
 
 // sweep is a run on two sizes with steady arrivals at two rates: every

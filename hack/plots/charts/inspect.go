@@ -1,4 +1,4 @@
-package plots
+package charts
 
 import (
 	"encoding/xml"

@@ -13,7 +13,7 @@ import (
 )
 
 // chartDeviceConfig is HAMi v2.10's chart-default device-config.yaml.
-const chartDeviceConfig = "../../test/testdata/device-config.yaml"
+const chartDeviceConfig = "../../../test/testdata/device-config.yaml"
 
 // chartRegistry is every vendor HAMi's chart enables, Ascend and Iluvatar
 // switched on: what a scheduler on a mixed cluster runs.

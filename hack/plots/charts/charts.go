@@ -1,9 +1,9 @@
-// Package plots draws the end-to-end benchmark's figures
-// (internal/benchfigures) as SVG line charts: pods/s to Running against
+// Package charts draws the end-to-end benchmark's figures
+// (test/util/benchfigures) as SVG line charts: pods/s to Running against
 // the cluster's nodes, p99 to Running against the arrival rate, and p99
 // against the nodes at a fixed rate. make plots (hack/plots) writes them
 // into docs/plots.
-package plots
+package charts
 
 import (
 	"cmp"
@@ -18,7 +18,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/benchfigures"
+	"github.com/hami-scheduler/hami-scheduler/test/util/benchfigures"
 )
 
 // Chart is one plot of a figures file.
