@@ -41,7 +41,7 @@ func main() {
 		os.Exit(2)
 	}
 	if len(problems) > 0 {
-		fmt.Fprintf(os.Stderr, "layout: %d problems\n", len(problems))
+		fmt.Fprintf(os.Stderr, "layout: %d problem(s) above\n", len(problems))
 		os.Exit(1)
 	}
 }
