@@ -5,56 +5,52 @@ import (
 	"strings"
 )
 
-// rejectReason is why one card cannot take one container.
-type rejectReason int
+// Refusal is why one card cannot take one container. A Rejection counts
+// the cards per refusal; a vendor's CardCheck returns one of the exported
+// refusals, the others belong to the shared walk.
+type Refusal int
 
+// The refusals, in the order Rejection lists them.
 const (
-	reasonUnhealthy rejectReason = iota
-	reasonCordoned
-	reasonModel
-	reasonUUID
-	reasonMode
-	reasonShares
-	reasonMemory
-	reasonCores
-	reasonExclusive
-	reasonCoresFull
-	reasonSlice
-	reasonNUMA
-	reasonVendor
-	numReasons
+	refuseUnhealthy Refusal = iota
+	refuseCordoned
+	refuseModel
+	RefuseUUID
+	refuseMode
+	RefuseShares
+	RefuseMemory
+	RefuseCores
+	RefuseExclusive
+	RefuseCoresFull
+	refuseSlice
+	refuseNUMA
+	RefuseVendor
+	numRefusals
 )
 
-var reasonText = [numReasons]string{
-	reasonUnhealthy: "unhealthy",
-	reasonCordoned:  "cordoned",
-	reasonModel:     "card type not wanted",
-	reasonUUID:      "card uuid not wanted",
-	reasonMode:      "sharing mode not wanted",
-	reasonShares:    "all shares in use",
-	reasonMemory:    "insufficient memory",
-	reasonCores:     "insufficient cores",
-	reasonExclusive: "exclusive use conflict",
-	reasonCoresFull: "cores fully used",
-	reasonSlice:     "no free MIG slice for the memory",
-	reasonNUMA:      "dropped for another NUMA node",
-	reasonVendor:    "vendor rule",
+var refusalText = [numRefusals]string{
+	refuseUnhealthy: "unhealthy",
+	refuseCordoned:  "cordoned",
+	refuseModel:     "card type not wanted",
+	RefuseUUID:      "card uuid not wanted",
+	refuseMode:      "sharing mode not wanted",
+	RefuseShares:    "all shares in use",
+	RefuseMemory:    "insufficient memory",
+	RefuseCores:     "insufficient cores",
+	RefuseExclusive: "exclusive use conflict",
+	RefuseCoresFull: "cores fully used",
+	refuseSlice:     "no free MIG slice for the memory",
+	refuseNUMA:      "dropped for another NUMA node",
+	RefuseVendor:    "vendor rule",
 }
 
-// Refusal is why a vendor's CardCheck refuses a card; it is counted in the
-// Rejection like the shared rules.
-type Refusal = rejectReason
-
-// Refusals a CardCheck may return.
-const (
-	RefuseUUID      Refusal = reasonUUID
-	RefuseShares    Refusal = reasonShares
-	RefuseExclusive Refusal = reasonExclusive
-	RefuseMemory    Refusal = reasonMemory
-	RefuseCores     Refusal = reasonCores
-	RefuseCoresFull Refusal = reasonCoresFull
-	RefuseVendor    Refusal = reasonVendor
-)
+// String is the refusal in Filter's words, e.g. "insufficient memory".
+func (r Refusal) String() string {
+	if r < 0 || r >= numRefusals {
+		return "unknown"
+	}
+	return refusalText[r]
+}
 
 // CardCheck is a vendor's per-card rule (FitOptions.Check). ci is the
 // container's index, placed the assignment of the earlier containers of
@@ -88,7 +84,7 @@ type Rejection struct {
 	// Unresolvable is set when the pod fits no node whatever the usage,
 	// e.g. its annotations are invalid.
 	Unresolvable bool
-	counts       [numReasons]int32
+	counts       [numRefusals]int32
 	invalid      string
 }
 
@@ -98,14 +94,14 @@ func (r *Rejection) Reason() string {
 	if r.invalid != "" {
 		return r.invalid
 	}
-	if int(r.Wanted) > r.Cards && r.counts == [numReasons]int32{} && r.Fitting == 0 {
+	if int(r.Wanted) > r.Cards && r.counts == [numRefusals]int32{} && r.Fitting == 0 {
 		return strconv.Itoa(int(r.Wanted)) + " cards wanted, node has " + strconv.Itoa(r.Cards)
 	}
 	var parts []string
 	total := strconv.Itoa(r.Cards)
 	for reason, n := range r.counts {
 		if n > 0 {
-			parts = append(parts, strconv.Itoa(int(n))+"/"+total+" cards: "+reasonText[reason])
+			parts = append(parts, strconv.Itoa(int(n))+"/"+total+" cards: "+refusalText[reason])
 		}
 	}
 	if r.Fitting > 0 {
@@ -130,13 +126,13 @@ func (r *Rejection) Summary() string {
 	if r.invalid != "" {
 		return r.invalid
 	}
-	if int(r.Wanted) > r.Cards && r.counts == [numReasons]int32{} && r.Fitting == 0 {
+	if int(r.Wanted) > r.Cards && r.counts == [numRefusals]int32{} && r.Fitting == 0 {
 		return "fewer cards than wanted"
 	}
 	var parts []string
 	for reason, n := range r.counts {
 		if n > 0 {
-			parts = append(parts, reasonText[reason])
+			parts = append(parts, refusalText[reason])
 		}
 	}
 	if r.Fitting > 0 {
@@ -348,7 +344,7 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 	sortCards(order, keys, f.policy.keyLen())
 
 	p, pol := f.prefs, &f.policy
-	var counts [numReasons]int32
+	var counts [numRefusals]int32
 	cores := min(r.Cores, 100)
 	// Topology-aware and group picks collect every card that passes, then
 	// choose.
@@ -375,22 +371,22 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 		c := &cards[i]
 		switch {
 		case !c.Healthy || used[i].Faults > 0:
-			counts[reasonUnhealthy]++
+			counts[refuseUnhealthy]++
 			continue
 		case c.Cordoned:
-			counts[reasonCordoned]++
+			counts[refuseCordoned]++
 			continue
 		case !modelWanted(c.Model, p):
-			counts[reasonModel]++
+			counts[refuseModel]++
 			continue
 		case p.Mode != "" && !strings.Contains(p.Mode, c.Mode):
-			counts[reasonMode]++
+			counts[refuseMode]++
 			continue
 		}
 		if pol.numaBind && c.NUMA != prevNUMA {
 			// Another NUMA node: the picks so far are dropped.
 			if !pol.topology {
-				counts[reasonNUMA] += int32(len(grants))
+				counts[refuseNUMA] += int32(len(grants))
 			}
 			grants, picked = grants[:0], picked[:0]
 			prevNUMA = c.NUMA
@@ -398,8 +394,8 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 		if f.check != nil {
 			g, why, ok := f.check(f.ci, c, used[i], *r, f.placed)
 			if !ok {
-				if why < 0 || why >= numReasons {
-					why = reasonVendor
+				if why < 0 || why >= numRefusals {
+					why = RefuseVendor
 				}
 				counts[why]++
 				continue
@@ -438,7 +434,7 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 			}
 			prof, pl, m, ok := selectSlice(c, f.occupied(used, i)|sliceMask, mem)
 			if !ok {
-				counts[reasonSlice]++
+				counts[refuseSlice]++
 				continue
 			}
 			sliceMask |= m
@@ -574,24 +570,24 @@ func chooseByTopology(cards []Card, grants []Grant, picked []int, n int) []Grant
 // cardRefuses applies HAMi's per-card rules that follow the health, cordon,
 // type and NUMA steps of the walk, in HAMi's order, and reports the first
 // one that refuses the container.
-func cardRefuses(c *Card, u Usage, mem, cores int32, exclusive bool, p *Preferences) (rejectReason, bool) {
+func cardRefuses(c *Card, u Usage, mem, cores int32, exclusive bool, p *Preferences) (Refusal, bool) {
 	switch {
 	case !uuidWanted(c.UUID, p):
-		return reasonUUID, true
+		return RefuseUUID, true
 	case u.Sharers >= c.Split:
-		return reasonShares, true
+		return RefuseShares, true
 	case exclusive && u.Sharers > 0:
-		return reasonExclusive, true
+		return RefuseExclusive, true
 	case int64(c.MemoryMiB)-u.MemoryMiB < int64(mem):
-		return reasonMemory, true
+		return RefuseMemory, true
 	case int64(c.Cores)-u.Cores < int64(cores):
-		return reasonCores, true
+		return RefuseCores, true
 	// 100 cores asks for the card alone.
 	case c.Cores == 100 && cores == 100 && u.Sharers > 0:
-		return reasonExclusive, true
+		return RefuseExclusive, true
 	// 0 cores cannot go where every core is already taken.
 	case c.Cores != 0 && u.Cores == int64(c.Cores) && cores == 0:
-		return reasonCoresFull, true
+		return RefuseCoresFull, true
 	}
 	return 0, false
 }
@@ -630,12 +626,4 @@ func containsString(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// String is the refusal in Filter's words, e.g. "insufficient memory".
-func (r rejectReason) String() string {
-	if r < 0 || r >= numReasons {
-		return "unknown"
-	}
-	return reasonText[r]
 }

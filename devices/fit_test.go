@@ -604,14 +604,14 @@ func TestRejectionReason(t *testing.T) {
 		{name: "nothing known", rej: Rejection{Cards: 3}, want: "no card"},
 		{
 			name: "reasons in a fixed order",
-			rej:  Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 2, reasonShares: 6}},
+			rej:  Rejection{Cards: 8, counts: [numRefusals]int32{RefuseMemory: 2, RefuseShares: 6}},
 			want: "6/8 cards: all shares in use, 2/8 cards: insufficient memory",
 		},
 		{
 			name: "every reason",
-			rej: Rejection{Cards: 10, counts: [numReasons]int32{
-				reasonUnhealthy: 1, reasonCordoned: 1, reasonModel: 1, reasonUUID: 1, reasonMode: 1,
-				reasonShares: 1, reasonMemory: 1, reasonCores: 1, reasonExclusive: 1, reasonCoresFull: 1,
+			rej: Rejection{Cards: 10, counts: [numRefusals]int32{
+				refuseUnhealthy: 1, refuseCordoned: 1, refuseModel: 1, RefuseUUID: 1, refuseMode: 1,
+				RefuseShares: 1, RefuseMemory: 1, RefuseCores: 1, RefuseExclusive: 1, RefuseCoresFull: 1,
 			}},
 			want: "1/10 cards: unhealthy, 1/10 cards: cordoned, 1/10 cards: card type not wanted, " +
 				"1/10 cards: card uuid not wanted, 1/10 cards: sharing mode not wanted, 1/10 cards: all shares in use, " +
@@ -620,7 +620,7 @@ func TestRejectionReason(t *testing.T) {
 		},
 		{
 			name: "free cards on one NUMA node",
-			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numReasons]int32{reasonCordoned: 1}},
+			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numRefusals]int32{refuseCordoned: 1}},
 			want: "1/4 cards: cordoned, 2/4 cards free on one NUMA node, 3 wanted",
 		},
 	}
@@ -645,12 +645,12 @@ func TestRejectionSummary(t *testing.T) {
 		{name: "more cards wanted than the node has", rej: Rejection{Cards: 2, Wanted: 3}, want: "fewer cards than wanted"},
 		{
 			name: "reasons in a fixed order, no counts",
-			rej:  Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 2, reasonShares: 6}},
+			rej:  Rejection{Cards: 8, counts: [numRefusals]int32{RefuseMemory: 2, RefuseShares: 6}},
 			want: "all shares in use, insufficient memory",
 		},
 		{
 			name: "free cards on one NUMA node",
-			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numReasons]int32{reasonCordoned: 1}},
+			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numRefusals]int32{refuseCordoned: 1}},
 			want: "cordoned, not enough free cards on one NUMA node",
 		},
 		{name: "free cards", rej: Rejection{Cards: 4, Wanted: 3, Fitting: 2}, want: "not enough free cards"},
@@ -663,8 +663,8 @@ func TestRejectionSummary(t *testing.T) {
 			}
 		})
 	}
-	small := Rejection{Cards: 2, counts: [numReasons]int32{reasonMemory: 2}}
-	big := Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 5}}
+	small := Rejection{Cards: 2, counts: [numRefusals]int32{RefuseMemory: 2}}
+	big := Rejection{Cards: 8, counts: [numRefusals]int32{RefuseMemory: 5}}
 	if small.Summary() != big.Summary() {
 		t.Errorf("the same cause on nodes of 2 and 8 cards reads %q and %q", small.Summary(), big.Summary())
 	}
