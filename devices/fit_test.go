@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -778,19 +779,10 @@ func TestFitPodWithCheck(t *testing.T) {
 	}
 	two := PodRequest{Containers: []Request{one, {Count: 2}}}
 	_, rej = FitPodWith("V", cards, used, &two, FitOptions{Check: check})
-	if rej == nil || !containsReason(rej.Reason(), "vendor rule") {
+	if rej == nil || !strings.Contains(rej.Reason(), "vendor rule") {
 		t.Fatalf("want a vendor-rule rejection, got %+v", rej)
 	}
 	if r, ok := StandardRefusal(&cards[0], Usage{Sharers: 1}, &one, &Preferences{}); !ok || r != RefuseShares {
 		t.Fatalf("StandardRefusal = %v, %v; want shares", r, ok)
 	}
-}
-
-func containsReason(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
-		}
-	}
-	return false
 }
