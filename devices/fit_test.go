@@ -786,3 +786,39 @@ func TestFitPodWithCheck(t *testing.T) {
 		t.Fatalf("StandardRefusal = %v, %v; want shares", r, ok)
 	}
 }
+
+// TestFitPodWithCheckUnknownRefusal: a refusal a vendor's Check makes up
+// is counted as a vendor rule.
+func TestFitPodWithCheckUnknownRefusal(t *testing.T) {
+	cards := []Card{
+		{UUID: "a", Split: 1, MemoryMiB: 100, Cores: 100, Healthy: true},
+		{UUID: "b", Split: 1, MemoryMiB: 100, Cores: 100, Healthy: true},
+	}
+	req := PodRequest{Containers: []Request{{Count: 1}}}
+	for _, why := range []Refusal{-1, numRefusals, 99} {
+		t.Run(fmt.Sprint(int(why)), func(t *testing.T) {
+			check := func(int, *Card, Usage, Request, Assignment) (Grant, Refusal, bool) { return Grant{}, why, false }
+			_, rej := FitPodWith("V", cards, make([]Usage, 2), &req, FitOptions{Check: check})
+			if rej == nil || rej.Reason() != "2/2 cards: vendor rule" {
+				t.Fatalf("want 2/2 cards refused by a vendor rule, got %+v", rej)
+			}
+		})
+	}
+}
+
+func TestRefusalString(t *testing.T) {
+	tests := []struct {
+		r    Refusal
+		want string
+	}{
+		{r: RefuseMemory, want: "insufficient memory"},
+		{r: refuseNUMA, want: "dropped for another NUMA node"},
+		{r: -1, want: "unknown"},
+		{r: numRefusals, want: "unknown"},
+	}
+	for _, tt := range tests {
+		if got := tt.r.String(); got != tt.want {
+			t.Errorf("Refusal(%d).String() = %q, want %q", int(tt.r), got, tt.want)
+		}
+	}
+}
