@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -639,17 +640,8 @@ func containsAnySubstring(s string, subs []string) bool {
 }
 
 func uuidWanted(id string, p *Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !containsString(p.UseUUIDs, id) {
+	if len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, id) {
 		return false
 	}
-	return !containsString(p.AvoidUUIDs, id)
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
+	return !slices.Contains(p.AvoidUUIDs, id)
 }
