@@ -1,7 +1,6 @@
 package devices
 
 import (
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -599,7 +598,7 @@ func chooseByTopology(cards []Card, grants []Grant, picked []int, n int) []Grant
 // one that refuses the container.
 func cardRefuses(c *Card, u Usage, mem, cores int32, exclusive bool, p *Preferences) (Refusal, bool) {
 	switch {
-	case !uuidWanted(c.UUID, p):
+	case !p.WantsUUID(c.UUID):
 		return RefuseUUID, true
 	case u.Sharers >= c.Split:
 		return RefuseShares, true
@@ -637,11 +636,4 @@ func containsAnySubstring(s string, subs []string) bool {
 		}
 	}
 	return false
-}
-
-func uuidWanted(id string, p *Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, id) {
-		return false
-	}
-	return !slices.Contains(p.AvoidUUIDs, id)
 }

@@ -182,7 +182,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	p := &req.Preferences
 	return devices.FitPodWith(VendorWord, cards, used, req, devices.FitOptions{Check: func(_ int, c *devices.Card, u devices.Usage, r devices.Request, _ devices.Assignment) (devices.Grant, devices.Refusal, bool) {
 		switch {
-		case !uuidWanted(c.UUID, p):
+		case !p.WantsUUID(c.UUID):
 			return devices.Grant{}, devices.RefuseUUID, false
 		case u.Sharers >= c.Split:
 			return devices.Grant{}, devices.RefuseShares, false
@@ -210,23 +210,6 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 		}
 		return devices.Grant{UUID: c.UUID, Vendor: c.Model, MemoryMiB: mem, Cores: cus}, 0, true
 	}})
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	for _, u := range p.AvoidUUIDs {
-		if u == id {
-			return false
-		}
-	}
-	if len(p.UseUUIDs) == 0 {
-		return true
-	}
-	for _, u := range p.UseUUIDs {
-		if u == id {
-			return true
-		}
-	}
-	return false
 }
 
 // Default implements devices.Vendor with HAMi's admission rule: a

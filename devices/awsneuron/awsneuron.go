@@ -236,7 +236,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 				need = c.Split
 			}
 			switch {
-			case !uuidWanted(c.UUID, p):
+			case !p.WantsUUID(c.UUID):
 				return devices.Grant{}, devices.RefuseUUID, false
 			case u.Sharers >= c.Split:
 				return devices.Grant{}, devices.RefuseShares, false
@@ -272,22 +272,6 @@ func coreMask(used int64, need int32) int32 {
 		}
 	}
 	return int32(3 - used)
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !contains(p.UseUUIDs, id) {
-		return false
-	}
-	return !contains(p.AvoidUUIDs, id)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // pickRun is HAMi's graphSelect over the free devices the walk collected:

@@ -6,7 +6,6 @@ package biren
 
 import (
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -125,7 +124,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	p := &req.Preferences
 	return devices.FitPodWith(VendorWord, cards, used, req, devices.FitOptions{Check: func(_ int, c *devices.Card, u devices.Usage, _ devices.Request, _ devices.Assignment) (devices.Grant, devices.Refusal, bool) {
 		switch {
-		case len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, c.UUID), slices.Contains(p.AvoidUUIDs, c.UUID):
+		case !p.WantsUUID(c.UUID):
 			return devices.Grant{}, devices.RefuseUUID, false
 		case u.Sharers >= c.Split:
 			return devices.Grant{}, devices.RefuseShares, false

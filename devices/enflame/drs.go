@@ -354,7 +354,7 @@ func (v *DRS) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRe
 		}
 		mem, pct := int32(chosen.MemoryGB*1024), int32(chosen.Percent)
 		switch {
-		case !uuidWanted(c.UUID, p):
+		case !p.WantsUUID(c.UUID):
 			return devices.Grant{}, devices.RefuseUUID, false
 		case u.Sharers >= c.Split:
 			return devices.Grant{}, devices.RefuseShares, false
@@ -367,13 +367,6 @@ func (v *DRS) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRe
 		}
 		return devices.Grant{UUID: c.UUID, Vendor: DRSWord, MemoryMiB: mem, Cores: pct}, 0, true
 	}})
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, id) {
-		return false
-	}
-	return !slices.Contains(p.AvoidUUIDs, id)
 }
 
 // assignedContainer is one entry of assigned-containers.

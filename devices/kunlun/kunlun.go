@@ -198,7 +198,7 @@ func fitTopology(word string, cards []devices.Card, used []devices.Usage, req *d
 		}
 		for ci := range cards {
 			c := &cards[ci]
-			if c.Index < 0 || c.Index >= 8 || !c.Healthy || c.Cordoned || !uuidWanted(c.UUID, &req.Preferences) || !fits(c, u[ci], r) {
+			if c.Index < 0 || c.Index >= 8 || !c.Healthy || c.Cordoned || !req.Preferences.WantsUUID(c.UUID) || !fits(c, u[ci], r) {
 				continue
 			}
 			if free[c.Index] < 0 {
@@ -225,13 +225,6 @@ func fitTopology(word string, cards []devices.Card, used []devices.Usage, req *d
 		}
 	}
 	return a, nil
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, id) {
-		return false
-	}
-	return !slices.Contains(p.AvoidUUIDs, id)
 }
 
 // Interconnections of the 8-card board (HAMi's config.go).

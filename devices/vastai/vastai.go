@@ -176,7 +176,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	inits := req.Inits
 	opts := devices.FitOptions{Check: func(ci int, c *devices.Card, u devices.Usage, _ devices.Request, placed devices.Assignment) (devices.Grant, devices.Refusal, bool) {
 		switch {
-		case !uuidWanted(c.UUID, p):
+		case !p.WantsUUID(c.UUID):
 			return devices.Grant{}, devices.RefuseUUID, false
 		case u.Sharers >= c.Split:
 			return devices.Grant{}, devices.RefuseShares, false
@@ -268,13 +268,6 @@ func (v *Vendor) ScoreAssignment(cards []devices.Card, a devices.Assignment) flo
 		score += float64(best) / float64(len(ctr))
 	}
 	return score
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, id) {
-		return false
-	}
-	return !slices.Contains(p.AvoidUUIDs, id)
 }
 
 // Default implements devices.Vendor: detection only (count in limits).
