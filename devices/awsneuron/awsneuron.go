@@ -5,6 +5,7 @@
 package awsneuron
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -91,16 +92,9 @@ func New(cfg devices.Config) (*Vendor, error) {
 		return nil, fmt.Errorf("vendor %s: AWS Neuron takes only resourceCountName and resourceCoresName", cfg.Name)
 	}
 	return &Vendor{names: devices.ResourceNames{
-		Count: orDefault(cfg.ResourceCountName, DefaultCountName),
-		Cores: orDefault(cfg.ResourceCoresName, DefaultCoresName),
+		Count: corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName)),
+		Cores: corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
 	}}, nil
-}
-
-func orDefault(name, def string) corev1.ResourceName {
-	if name == "" {
-		return corev1.ResourceName(def)
-	}
-	return corev1.ResourceName(name)
 }
 
 // Name implements devices.Vendor.

@@ -1,6 +1,7 @@
 package enflame
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -86,16 +87,10 @@ func NewDRS(cfg devices.Config) (*DRS, error) {
 	if !cfg.OnlyRenames(devices.RenameMemory | devices.RenameCores) {
 		return nil, fmt.Errorf("vendor %s: Enflame DRS takes only resourceCountName, resourceMemoryName and resourceCoresName", cfg.Name)
 	}
-	or := func(name, def string) corev1.ResourceName {
-		if name == "" {
-			return corev1.ResourceName(def)
-		}
-		return corev1.ResourceName(name)
-	}
 	return &DRS{names: devices.ResourceNames{
-		Count:  or(cfg.ResourceCountName, DefaultDRSName),
-		Memory: or(cfg.ResourceMemoryName, DefaultMemoryName),
-		Cores:  or(cfg.ResourceCoresName, DefaultCoresName),
+		Count:  corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultDRSName)),
+		Memory: corev1.ResourceName(cmp.Or(cfg.ResourceMemoryName, DefaultMemoryName)),
+		Cores:  corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
 	}}, nil
 }
 

@@ -3,6 +3,7 @@
 package hygon
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,9 +72,9 @@ func New(cfg devices.Config) (*Vendor, error) {
 	}
 	v := &Vendor{
 		names: devices.ResourceNames{
-			Count:  orDefault(cfg.ResourceCountName, DefaultCountName),
-			Memory: orDefault(cfg.ResourceMemoryName, DefaultMemoryName),
-			Cores:  orDefault(cfg.ResourceCoresName, DefaultCoresName),
+			Count:  corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName)),
+			Memory: corev1.ResourceName(cmp.Or(cfg.ResourceMemoryName, DefaultMemoryName)),
+			Cores:  corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
 		},
 		memoryFactor:  cfg.MemoryFactor,
 		defaultMemory: cfg.DefaultMemoryMiB,
@@ -83,13 +84,6 @@ func New(cfg devices.Config) (*Vendor, error) {
 		v.defaultCores = cfg.DefaultCores
 	}
 	return v, nil
-}
-
-func orDefault(name, def string) corev1.ResourceName {
-	if name == "" {
-		return corev1.ResourceName(def)
-	}
-	return corev1.ResourceName(name)
 }
 
 // Name implements devices.Vendor.

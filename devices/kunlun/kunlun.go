@@ -3,6 +3,7 @@
 package kunlun
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -60,11 +61,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 	if !cfg.OnlyRenames(0) || cfg.NodeDefaults != (devices.NodeDefaults{}) {
 		return nil, fmt.Errorf("vendor %s: a whole Kunlunxin XPU has only a count resource (resourceCountName)", cfg.Name)
 	}
-	name := cfg.ResourceCountName
-	if name == "" {
-		name = DefaultCountName
-	}
-	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(name)}}, nil
+	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName))}}, nil
 }
 
 // Name implements devices.Vendor.

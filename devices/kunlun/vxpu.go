@@ -1,6 +1,7 @@
 package kunlun
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,14 +74,10 @@ func NewVXPU(cfg devices.Config) (*VXPUVendor, error) {
 	if _, err := New(shared); err != nil || shared.ResourceCountName != "" {
 		return nil, fmt.Errorf("vendor %s: set the vXPU resources in the kunlun section (resourceVCountName, resourceVMemoryName)", cfg.Name)
 	}
-	count, mem := vc.ResourceVCountName, vc.ResourceVMemoryName
-	if count == "" {
-		count = DefaultVXPUCountName
-	}
-	if mem == "" {
-		mem = DefaultVXPUMemoryName
-	}
-	return &VXPUVendor{names: devices.ResourceNames{Count: corev1.ResourceName(count), Memory: corev1.ResourceName(mem)}}, nil
+	return &VXPUVendor{names: devices.ResourceNames{
+		Count:  corev1.ResourceName(cmp.Or(vc.ResourceVCountName, DefaultVXPUCountName)),
+		Memory: corev1.ResourceName(cmp.Or(vc.ResourceVMemoryName, DefaultVXPUMemoryName)),
+	}}, nil
 }
 
 // Name implements devices.Vendor.

@@ -1,6 +1,7 @@
 package metax
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -136,9 +137,9 @@ func NewSGPU(cfg devices.Config) (*SGPUVendor, error) {
 	}
 	return &SGPUVendor{
 		names: devices.ResourceNames{
-			Count:  orDefault(sc.ResourceVCountName, DefaultSGPUCountName),
-			Memory: orDefault(sc.ResourceVMemoryName, DefaultSGPUMemoryName),
-			Cores:  orDefault(sc.ResourceVCoreName, DefaultSGPUCoresName),
+			Count:  corev1.ResourceName(cmp.Or(sc.ResourceVCountName, DefaultSGPUCountName)),
+			Memory: corev1.ResourceName(cmp.Or(sc.ResourceVMemoryName, DefaultSGPUMemoryName)),
+			Cores:  corev1.ResourceName(cmp.Or(sc.ResourceVCoreName, DefaultSGPUCoresName)),
 		},
 		topologyAware: sc.TopologyAware,
 		pending:       map[string]string{},

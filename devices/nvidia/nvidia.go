@@ -3,6 +3,7 @@
 package nvidia
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -93,11 +94,11 @@ func New(cfg devices.Config) (*Vendor, error) {
 	}
 	v := &Vendor{
 		names: devices.ResourceNames{
-			Count:            orDefault(cfg.ResourceCountName, DefaultCountName),
-			Memory:           orDefault(cfg.ResourceMemoryName, DefaultMemoryName),
-			MemoryPercentage: orDefault(cfg.ResourceMemoryPercentageName, DefaultMemoryPercentageName),
-			Cores:            orDefault(cfg.ResourceCoresName, DefaultCoresName),
-			Priority:         orDefault(cfg.ResourcePriorityName, DefaultPriorityName),
+			Count:            corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName)),
+			Memory:           corev1.ResourceName(cmp.Or(cfg.ResourceMemoryName, DefaultMemoryName)),
+			MemoryPercentage: corev1.ResourceName(cmp.Or(cfg.ResourceMemoryPercentageName, DefaultMemoryPercentageName)),
+			Cores:            corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
+			Priority:         corev1.ResourceName(cmp.Or(cfg.ResourcePriorityName, DefaultPriorityName)),
 		},
 		defaultMemory: cfg.DefaultMemoryMiB,
 		defaultCores:  cfg.DefaultCores,
@@ -108,13 +109,6 @@ func New(cfg devices.Config) (*Vendor, error) {
 		corePolicy:    cfg.CorePolicy,
 	}
 	return v, nil
-}
-
-func orDefault(name, def string) corev1.ResourceName {
-	if name == "" {
-		return corev1.ResourceName(def)
-	}
-	return corev1.ResourceName(name)
 }
 
 // Name implements devices.Vendor.

@@ -4,6 +4,7 @@
 package vastai
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -55,11 +56,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 	if !cfg.OnlyRenames(0) {
 		return nil, fmt.Errorf("vendor %s: Vastai takes only resourceCountName", cfg.Name)
 	}
-	name := cfg.ResourceCountName
-	if name == "" {
-		name = DefaultCountName
-	}
-	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(name)}}, nil
+	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName))}}, nil
 }
 
 // Name implements devices.Vendor.
