@@ -318,10 +318,10 @@ func quantity(c *corev1.Container, name corev1.ResourceName) (int32, bool, error
 // Invalid scoring weights make the pod fit no node (Preferences.Invalid).
 func parsePreferences(annotations map[string]string) devices.Preferences {
 	p := devices.Preferences{
-		UseModels:   upperList(annotations[UseModelAnnotation]),
-		AvoidModels: upperList(annotations[AvoidModelAnnotation]),
-		UseUUIDs:    trimmedList(annotations[UseUUIDAnnotation]),
-		AvoidUUIDs:  trimmedList(annotations[AvoidUUIDAnnotation]),
+		UseModels:   devices.SplitUpperList(annotations[UseModelAnnotation]),
+		AvoidModels: devices.SplitUpperList(annotations[AvoidModelAnnotation]),
+		UseUUIDs:    devices.SplitList(annotations[UseUUIDAnnotation]),
+		AvoidUUIDs:  devices.SplitList(annotations[AvoidUUIDAnnotation]),
 		Mode:        strings.TrimSpace(annotations[ModeAnnotation]),
 	}
 	if s, ok := annotations[NUMABindAnnotation]; ok {
@@ -335,7 +335,7 @@ func parsePreferences(annotations map[string]string) devices.Preferences {
 			// would take the scheduler's default instead.
 			p.Policy = devices.CardSpread
 		}
-		for _, item := range trimmedList(policy) {
+		for _, item := range devices.SplitList(policy) {
 			if item == string(devices.CardMutex) {
 				p.Exclusive = true
 			}
@@ -349,24 +349,6 @@ func parsePreferences(annotations map[string]string) devices.Preferences {
 		p.Weights = w
 	}
 	return p
-}
-
-func trimmedList(s string) []string {
-	var out []string
-	for item := range strings.SplitSeq(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
-}
-
-func upperList(s string) []string {
-	out := trimmedList(s)
-	for i := range out {
-		out[i] = strings.ToUpper(out[i])
-	}
-	return out
 }
 
 // Default implements devices.Vendor with HAMi's admission rules
