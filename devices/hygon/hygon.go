@@ -145,15 +145,11 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 		return req, err
 	}
 	a := pod.Annotations
-	req.Preferences = devices.Preferences{
-		UseModels:   devices.SplitUpperList(a[UseTypeAnnotation]),
-		AvoidModels: devices.SplitUpperList(a[AvoidTypeAnnotation]),
-		UseUUIDs:    devices.SplitList(a[UseUUIDAnnotation]),
-		AvoidUUIDs:  devices.SplitList(a[AvoidUUIDAnnotation]),
-	}
-	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
+	if req.Preferences, err = devices.UUIDPreferences(a, UseUUIDAnnotation, AvoidUUIDAnnotation); err != nil {
 		return devices.PodRequest{}, err
 	}
+	req.Preferences.UseModels = devices.SplitUpperList(a[UseTypeAnnotation])
+	req.Preferences.AvoidModels = devices.SplitUpperList(a[AvoidTypeAnnotation])
 	return req, nil
 }
 

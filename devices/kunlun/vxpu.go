@@ -133,17 +133,13 @@ func (v *VXPUVendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 		return devices.PodRequest{}, err
 	}
 	a := pod.Annotations
-	req.Preferences = devices.Preferences{
-		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation]),
-		AvoidUUIDs: devices.SplitList(a[AvoidUUIDAnnotation]),
+	if req.Preferences, err = devices.UUIDPreferences(a, UseUUIDAnnotation, AvoidUUIDAnnotation); err != nil {
+		return devices.PodRequest{}, err
 	}
 	if use := devices.SplitList(a[BaiduUseUUIDAnnotation]); len(use) > 0 {
 		req.Preferences.UseUUIDs = intersectOrSet(req.Preferences.UseUUIDs, use)
 	}
 	req.Preferences.AvoidUUIDs = append(req.Preferences.AvoidUUIDs, devices.SplitList(a[BaiduNoUseUUIDAnnotion])...)
-	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
-		return devices.PodRequest{}, err
-	}
 	return req, nil
 }
 
