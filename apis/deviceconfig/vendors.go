@@ -1,6 +1,7 @@
 package deviceconfig
 
 import (
+	"cmp"
 	"k8s.io/utils/ptr"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -110,10 +111,7 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		if s.ResourceNameGCU != "" {
 			enabled = append(enabled, devices.Config{Name: "enflame-gcu", ResourceCountName: s.ResourceNameGCU})
 		}
-		drs := s.ResourceNameDRSGCU
-		if drs == "" {
-			drs = s.ResourceNameVGCU
-		}
+		drs := cmp.Or(s.ResourceNameDRSGCU, s.ResourceNameVGCU)
 		enabled = append(enabled, devices.Config{Name: "enflame-drs", ResourceCountName: drs, ResourceMemoryName: s.ResourceNameGCUMemory, ResourceCoresName: s.ResourceNameGCUCore})
 	}
 	if s := c.Kunlun; s != nil {
