@@ -131,13 +131,18 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation]),
 		AvoidUUIDs: devices.SplitList(a[AvoidUUIDAnnotation]),
 	}
-	// The baidu.com pair is a second, independent constraint: a card must
-	// be in both use lists (when set) and in neither avoid list.
-	if use := devices.SplitList(a[BaiduUseUUIDAnnotation]); len(use) > 0 {
-		req.Preferences.UseUUIDs = intersectOrSet(req.Preferences.UseUUIDs, use)
-	}
-	req.Preferences.AvoidUUIDs = append(req.Preferences.AvoidUUIDs, devices.SplitList(a[BaiduNoUseUUIDAnnotion])...)
+	addBaiduUUIDs(&req.Preferences, a)
 	return req, nil
+}
+
+// addBaiduUUIDs adds the baidu.com uuid pair, a second, independent
+// constraint: a card must be in both use lists (when set) and in neither
+// avoid list.
+func addBaiduUUIDs(p *devices.Preferences, annotations map[string]string) {
+	if use := devices.SplitList(annotations[BaiduUseUUIDAnnotation]); len(use) > 0 {
+		p.UseUUIDs = intersectOrSet(p.UseUUIDs, use)
+	}
+	p.AvoidUUIDs = append(p.AvoidUUIDs, devices.SplitList(annotations[BaiduNoUseUUIDAnnotion])...)
 }
 
 // intersectOrSet is b when a is empty, else the ids in both; an empty

@@ -136,10 +136,7 @@ func (v *VXPUVendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if req.Preferences, err = devices.UUIDPreferences(a, UseUUIDAnnotation, AvoidUUIDAnnotation); err != nil {
 		return devices.PodRequest{}, err
 	}
-	if use := devices.SplitList(a[BaiduUseUUIDAnnotation]); len(use) > 0 {
-		req.Preferences.UseUUIDs = intersectOrSet(req.Preferences.UseUUIDs, use)
-	}
-	req.Preferences.AvoidUUIDs = append(req.Preferences.AvoidUUIDs, devices.SplitList(a[BaiduNoUseUUIDAnnotion])...)
+	addBaiduUUIDs(&req.Preferences, a)
 	return req, nil
 }
 
