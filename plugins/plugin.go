@@ -26,7 +26,7 @@
 //   - EnqueueExtensions (EventsToRegister and its queueing hints):
 //     enqueue.go, entered from enqueue_entry_since1.31.go and
 //     enqueue_entry_until1.30.go, DRA events in enqueue_dra_since1.34.go;
-//     the pods Filter turned away are activated again in retry.go.
+//     the pods Filter turned away are activated again in enqueue_rejected.go.
 //
 // HAMi's events are recorded by events.go, the metrics kept in
 // metrics.go, and the cycle state is state.go's; Simulate (simulation.go)
