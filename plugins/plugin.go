@@ -19,7 +19,7 @@
 //     ranking by hand-over queues in handover.go (plugins/handover).
 //   - Reserve and Unreserve: reserve.go (DRA nodes: dra.go).
 //   - PreBindPreFlight: prebind_preflight_since1.34.go.
-//   - PreBind: prebind.go (vendor locks in vendorlock.go, a gang's binding
+//   - PreBind: prebind.go (vendor locks in nodelock.go, a gang's binding
 //     round in gang_bind.go).
 //   - PostBind: postbind.go.
 //   - SignPod: sign_since1.34.go (the signature in signature.go).
