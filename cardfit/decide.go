@@ -143,7 +143,7 @@ func (r *round) keep(sim Placement, wl *workload, st *checkState) promise {
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
 		left := int(counts[i]) - r.placed[wl.Namespace+"/"+wl.Name+"/"+ps.Name]
-		for k := 0; k < left; k++ {
+		for k := range left {
 			pod := wl.pod(ps, k)
 			if r.cards.Default(pod) != nil {
 				break
@@ -164,7 +164,7 @@ func (r *round) fit(sim Placement, wl *workload) (why string, ok bool) {
 	for i := range wl.Spec.PodSets {
 		ps := &wl.Spec.PodSets[i]
 		n := int(counts[i])
-		for k := 0; k < n; k++ {
+		for k := range n {
 			pod := wl.pod(ps, k)
 			if err := r.cards.Default(pod); err != nil {
 				return fmt.Sprintf("pod set %s: %v", ps.Name, err), false

@@ -5,56 +5,52 @@ import (
 	"strings"
 )
 
-// rejectReason is why one card cannot take one container.
-type rejectReason int
+// Refusal is why one card cannot take one container. A Rejection counts
+// the cards per refusal; a vendor's CardCheck returns one of the exported
+// refusals, the others belong to the shared walk.
+type Refusal int
 
+// The refusals, in the order Rejection lists them.
 const (
-	reasonUnhealthy rejectReason = iota
-	reasonCordoned
-	reasonModel
-	reasonUUID
-	reasonMode
-	reasonShares
-	reasonMemory
-	reasonCores
-	reasonExclusive
-	reasonCoresFull
-	reasonSlice
-	reasonNUMA
-	reasonVendor
-	numReasons
+	refuseUnhealthy Refusal = iota
+	refuseCordoned
+	refuseModel
+	RefuseUUID
+	refuseMode
+	RefuseShares
+	RefuseMemory
+	RefuseCores
+	RefuseExclusive
+	RefuseCoresFull
+	refuseSlice
+	refuseNUMA
+	RefuseVendor
+	numRefusals
 )
 
-var reasonText = [numReasons]string{
-	reasonUnhealthy: "unhealthy",
-	reasonCordoned:  "cordoned",
-	reasonModel:     "card type not wanted",
-	reasonUUID:      "card uuid not wanted",
-	reasonMode:      "sharing mode not wanted",
-	reasonShares:    "all shares in use",
-	reasonMemory:    "insufficient memory",
-	reasonCores:     "insufficient cores",
-	reasonExclusive: "exclusive use conflict",
-	reasonCoresFull: "cores fully used",
-	reasonSlice:     "no free MIG slice for the memory",
-	reasonNUMA:      "dropped for another NUMA node",
-	reasonVendor:    "vendor rule",
+var refusalText = [numRefusals]string{
+	refuseUnhealthy: "unhealthy",
+	refuseCordoned:  "cordoned",
+	refuseModel:     "card type not wanted",
+	RefuseUUID:      "card uuid not wanted",
+	refuseMode:      "sharing mode not wanted",
+	RefuseShares:    "all shares in use",
+	RefuseMemory:    "insufficient memory",
+	RefuseCores:     "insufficient cores",
+	RefuseExclusive: "exclusive use conflict",
+	RefuseCoresFull: "cores fully used",
+	refuseSlice:     "no free MIG slice for the memory",
+	refuseNUMA:      "dropped for another NUMA node",
+	RefuseVendor:    "vendor rule",
 }
 
-// Refusal is why a vendor's CardCheck refuses a card; it is counted in the
-// Rejection like the shared rules.
-type Refusal = rejectReason
-
-// Refusals a CardCheck may return.
-const (
-	RefuseUUID      Refusal = reasonUUID
-	RefuseShares    Refusal = reasonShares
-	RefuseExclusive Refusal = reasonExclusive
-	RefuseMemory    Refusal = reasonMemory
-	RefuseCores     Refusal = reasonCores
-	RefuseCoresFull Refusal = reasonCoresFull
-	RefuseVendor    Refusal = reasonVendor
-)
+// String is the refusal in Filter's words, e.g. "insufficient memory".
+func (r Refusal) String() string {
+	if r < 0 || r >= numRefusals {
+		return "unknown"
+	}
+	return refusalText[r]
+}
 
 // CardCheck is a vendor's per-card rule (FitOptions.Check). ci is the
 // container's index, placed the assignment of the earlier containers of
@@ -88,7 +84,7 @@ type Rejection struct {
 	// Unresolvable is set when the pod fits no node whatever the usage,
 	// e.g. its annotations are invalid.
 	Unresolvable bool
-	counts       [numReasons]int32
+	counts       [numRefusals]int32
 	invalid      string
 }
 
@@ -98,14 +94,14 @@ func (r *Rejection) Reason() string {
 	if r.invalid != "" {
 		return r.invalid
 	}
-	if int(r.Wanted) > r.Cards && r.counts == [numReasons]int32{} && r.Fitting == 0 {
+	if int(r.Wanted) > r.Cards && r.counts == [numRefusals]int32{} && r.Fitting == 0 {
 		return strconv.Itoa(int(r.Wanted)) + " cards wanted, node has " + strconv.Itoa(r.Cards)
 	}
 	var parts []string
 	total := strconv.Itoa(r.Cards)
 	for reason, n := range r.counts {
 		if n > 0 {
-			parts = append(parts, strconv.Itoa(int(n))+"/"+total+" cards: "+reasonText[reason])
+			parts = append(parts, strconv.Itoa(int(n))+"/"+total+" cards: "+refusalText[reason])
 		}
 	}
 	if r.Fitting > 0 {
@@ -130,13 +126,13 @@ func (r *Rejection) Summary() string {
 	if r.invalid != "" {
 		return r.invalid
 	}
-	if int(r.Wanted) > r.Cards && r.counts == [numReasons]int32{} && r.Fitting == 0 {
+	if int(r.Wanted) > r.Cards && r.counts == [numRefusals]int32{} && r.Fitting == 0 {
 		return "fewer cards than wanted"
 	}
 	var parts []string
 	for reason, n := range r.counts {
 		if n > 0 {
-			parts = append(parts, reasonText[reason])
+			parts = append(parts, refusalText[reason])
 		}
 	}
 	if r.Fitting > 0 {
@@ -333,9 +329,10 @@ func (f *fitter) occupied(used []Usage, i int) uint8 {
 }
 
 // fitContainer picks r.Count distinct cards for one container: it scores
-// and sorts the cards, then walks them from the last backwards. order holds
-// the card indexes in the order of the previous sort and is sorted in
-// place; keys is scratch space, one per card.
+// and sorts the cards, walks them from the last backwards, then settles
+// which of the cards that passed the container gets. order holds the card
+// indexes in the order of the previous sort and is sorted in place; keys
+// is scratch space, one per card.
 func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []Usage, r *Request) ([]Grant, *Rejection) {
 	if int(r.Count) > len(cards) && !migRequest(cards, f.prefs) {
 		// HAMi checks the count against the node's cards before fitting,
@@ -346,141 +343,166 @@ func (f *fitter) fitContainer(cards []Card, order []int, keys []cardKey, used []
 		keys[i] = f.policy.key(&cards[i], used[i], cardScore(f.vendor, &cards[i], used[i], r, f.weights))
 	}
 	sortCards(order, keys, f.policy.keyLen())
-
-	p, pol := f.prefs, &f.policy
-	var counts [numReasons]int32
-	cores := min(r.Cores, 100)
 	// Topology-aware and group picks collect every card that passes, then
 	// choose.
 	grouped := f.pick != nil && (r.Count > 1 || f.pickAll)
-	collect := pol.topology || grouped
-	capacity := len(cards)
-	if !collect {
-		capacity = int(r.Count)
+	w := cardWalk{collect: f.policy.topology || grouped}
+	if f.walk(&w, cards, order, used, r) {
+		return w.grants, nil
 	}
-	var grants []Grant
+	return f.settle(&w, cards, used, r, grouped)
+}
+
+// cardWalk is what one container's walk over the cards found.
+type cardWalk struct {
+	// collect keeps the walk going past r.Count cards, for a choice
+	// among all the cards that pass.
+	collect bool
+	grants  []Grant
 	// picked (the card index of each grant) is read only by the pickers
 	// of a collecting walk; a plain walk keeps none and allocates nothing
 	// for it (the pickers are function values, so a buffer on the stack
 	// would escape anyway).
-	var picked []int
-	if collect {
-		picked = make([]int, 0, capacity)
+	picked []int
+	// counts holds, per refusal, the cards that refused the container.
+	counts [numRefusals]int32
+}
+
+// migRun holds the MIG slices one container took on card, the mig card
+// the walk is trying again.
+type migRun struct {
+	card int
+	mask uint8
+}
+
+// walk tries the cards in order from the last backwards, recording in w
+// each grant and each refusal. It reports true when a walk that does not
+// collect has its r.Count cards.
+func (f *fitter) walk(w *cardWalk, cards []Card, order []int, used []Usage, r *Request) bool {
+	capacity := int(r.Count)
+	if w.collect {
+		capacity = len(cards)
+		w.picked = make([]int, 0, capacity)
 	}
 	prevNUMA := -1
-	// sliceMask holds the MIG slices this container took on card sliceCard.
-	sliceCard, sliceMask := -1, uint8(0)
-	for w := len(order) - 1; w >= 0; w-- {
-		i := order[w]
+	mig := migRun{card: -1}
+	for k := len(order) - 1; k >= 0; k-- {
+		i := order[k]
 		c := &cards[i]
-		switch {
-		case !c.Healthy || used[i].Faults > 0:
-			counts[reasonUnhealthy]++
-			continue
-		case c.Cordoned:
-			counts[reasonCordoned]++
-			continue
-		case !modelWanted(c.Model, p):
-			counts[reasonModel]++
-			continue
-		case p.Mode != "" && !strings.Contains(p.Mode, c.Mode):
-			counts[reasonMode]++
+		if why, refused := f.unusable(c, used[i]); refused {
+			w.counts[why]++
 			continue
 		}
-		if pol.numaBind && c.NUMA != prevNUMA {
+		if f.policy.numaBind && c.NUMA != prevNUMA {
 			// Another NUMA node: the picks so far are dropped.
-			if !pol.topology {
-				counts[reasonNUMA] += int32(len(grants))
+			if !f.policy.topology {
+				w.counts[refuseNUMA] += int32(len(w.grants))
 			}
-			grants, picked = grants[:0], picked[:0]
+			w.grants, w.picked = w.grants[:0], w.picked[:0]
 			prevNUMA = c.NUMA
 		}
-		if f.check != nil {
-			g, why, ok := f.check(f.ci, c, used[i], *r, f.placed)
-			if !ok {
-				if why < 0 || why >= numReasons {
-					why = reasonVendor
-				}
-				counts[why]++
-				continue
-			}
-			if grants == nil {
-				grants = make([]Grant, 0, capacity)
-			}
-			grants = append(grants, g)
-			if collect {
-				picked = append(picked, i)
-			}
-			if !collect && int32(len(grants)) == r.Count {
-				return grants, nil
-			}
+		g, why, ok := f.grant(c, i, used, r, &mig)
+		if !ok {
+			w.counts[why]++
 			continue
 		}
-		mem := r.MemoryOn(c)
-		checked := c
-		if f.coreTotal > 0 {
-			cc := *c
-			cc.Cores = f.coreTotal
-			checked = &cc
+		if w.grants == nil {
+			w.grants = make([]Grant, 0, capacity)
 		}
-		if reason, ok := cardRefuses(checked, used[i], mem, cores, pol.exclusive, p); ok {
-			counts[reason]++
-			continue
+		w.grants = append(w.grants, g)
+		if w.collect {
+			w.picked = append(w.picked, i)
+		} else if int32(len(w.grants)) == r.Count {
+			return true
 		}
-		g := Grant{UUID: c.UUID, Vendor: f.vendor, MemoryMiB: mem, Cores: cores}
-		mig := c.Mode == ModeMIG
-		if mig {
-			// A mig card gives a slice, never a hami-core share: the
-			// smallest profile with room for the memory and a free
-			// placement, granted the profile's memory and cores.
-			if sliceCard != i {
-				sliceCard, sliceMask = i, 0
-			}
-			prof, pl, m, ok := selectSlice(c, f.occupied(used, i)|sliceMask, mem)
-			if !ok {
-				counts[reasonSlice]++
-				continue
-			}
-			sliceMask |= m
-			g.MemoryMiB, g.Cores, g.MIG = prof.MemoryMiB, prof.Cores, &MIGSlice{Profile: prof.Name, Placement: pl}
-		}
-		if grants == nil {
-			grants = make([]Grant, 0, capacity)
-		}
-		grants = append(grants, g)
-		if collect {
-			picked = append(picked, i)
-		}
-		if !collect && int32(len(grants)) == r.Count {
-			return grants, nil
-		}
-		if mig {
+		if f.check == nil && c.Mode == ModeMIG {
 			// HAMi tries the same mig card again for the next card of the
 			// container.
-			w++
+			k++
 		}
 	}
-	if grouped {
-		if int32(len(grants)) < r.Count {
-			return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(grants), NUMABind: pol.numaBind, counts: counts}
+	return false
+}
+
+// unusable applies the walk's first rules, the same for every vendor:
+// health, cordon, card type and sharing mode.
+func (f *fitter) unusable(c *Card, u Usage) (Refusal, bool) {
+	p := f.prefs
+	switch {
+	case !c.Healthy || u.Faults > 0:
+		return refuseUnhealthy, true
+	case c.Cordoned:
+		return refuseCordoned, true
+	case !modelWanted(c.Model, p):
+		return refuseModel, true
+	case p.Mode != "" && !strings.Contains(p.Mode, c.Mode):
+		return refuseMode, true
+	}
+	return 0, false
+}
+
+// grant is what card i gives the container, or why it refuses: the
+// vendor's CardCheck when there is one, else the shared per-card rules
+// and, on a mig card, a slice (mig holds the slices the container took on
+// the card it is trying again).
+func (f *fitter) grant(c *Card, i int, used []Usage, r *Request, mig *migRun) (Grant, Refusal, bool) {
+	if f.check != nil {
+		g, why, ok := f.check(f.ci, c, used[i], *r, f.placed)
+		if !ok && (why < 0 || why >= numRefusals) {
+			why = RefuseVendor
 		}
-		chosen := f.pick(cards, grants, picked, int(r.Count))
+		return g, why, ok
+	}
+	mem, cores := r.MemoryOn(c), min(r.Cores, 100)
+	checked := c
+	if f.coreTotal > 0 {
+		cc := *c
+		cc.Cores = f.coreTotal
+		checked = &cc
+	}
+	if why, refused := cardRefuses(checked, used[i], mem, cores, f.policy.exclusive, f.prefs); refused {
+		return Grant{}, why, false
+	}
+	g := Grant{UUID: c.UUID, Vendor: f.vendor, MemoryMiB: mem, Cores: cores}
+	if c.Mode == ModeMIG {
+		// A mig card gives a slice, never a hami-core share: the
+		// smallest profile with room for the memory and a free
+		// placement, granted the profile's memory and cores.
+		if mig.card != i {
+			mig.card, mig.mask = i, 0
+		}
+		prof, pl, m, ok := selectSlice(c, f.occupied(used, i)|mig.mask, mem)
+		if !ok {
+			return Grant{}, refuseSlice, false
+		}
+		mig.mask |= m
+		g.MemoryMiB, g.Cores, g.MIG = prof.MemoryMiB, prof.Cores, &MIGSlice{Profile: prof.Name, Placement: pl}
+	}
+	return g, 0, true
+}
+
+// settle gives the container its cards from a walk that did not end
+// early: a group pick chooses among the cards that passed, a
+// topology-aware walk chooses by the cards' links when more than enough
+// passed, and too few refuse the container.
+func (f *fitter) settle(w *cardWalk, cards []Card, used []Usage, r *Request, grouped bool) ([]Grant, *Rejection) {
+	found := int32(len(w.grants))
+	switch {
+	case !w.collect || found < r.Count:
+		return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(w.grants), NUMABind: f.policy.numaBind, counts: w.counts}
+	case grouped:
+		chosen := f.pick(cards, w.grants, w.picked, int(r.Count))
 		if int32(len(chosen)) != r.Count {
 			return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(chosen)}
 		}
 		return chosen, nil
+	case found == r.Count:
+		return w.grants, nil
+	default:
+		chosen := chooseByTopology(cards, w.grants, w.picked, int(r.Count))
+		f.resettleSlices(cards, used, chosen, r)
+		return chosen, nil
 	}
-	if pol.topology {
-		switch {
-		case int32(len(grants)) == r.Count:
-			return grants, nil
-		case int32(len(grants)) > r.Count:
-			chosen := chooseByTopology(cards, grants, picked, int(r.Count))
-			f.resettleSlices(cards, used, chosen, r)
-			return chosen, nil
-		}
-	}
-	return nil, &Rejection{Cards: len(cards), Wanted: r.Count, Fitting: len(grants), NUMABind: pol.numaBind, counts: counts}
 }
 
 // maxTopologyCombinations bounds the combinations chooseByTopology scores
@@ -574,24 +596,24 @@ func chooseByTopology(cards []Card, grants []Grant, picked []int, n int) []Grant
 // cardRefuses applies HAMi's per-card rules that follow the health, cordon,
 // type and NUMA steps of the walk, in HAMi's order, and reports the first
 // one that refuses the container.
-func cardRefuses(c *Card, u Usage, mem, cores int32, exclusive bool, p *Preferences) (rejectReason, bool) {
+func cardRefuses(c *Card, u Usage, mem, cores int32, exclusive bool, p *Preferences) (Refusal, bool) {
 	switch {
-	case !uuidWanted(c.UUID, p):
-		return reasonUUID, true
+	case !p.WantsUUID(c.UUID):
+		return RefuseUUID, true
 	case u.Sharers >= c.Split:
-		return reasonShares, true
+		return RefuseShares, true
 	case exclusive && u.Sharers > 0:
-		return reasonExclusive, true
+		return RefuseExclusive, true
 	case int64(c.MemoryMiB)-u.MemoryMiB < int64(mem):
-		return reasonMemory, true
+		return RefuseMemory, true
 	case int64(c.Cores)-u.Cores < int64(cores):
-		return reasonCores, true
+		return RefuseCores, true
 	// 100 cores asks for the card alone.
 	case c.Cores == 100 && cores == 100 && u.Sharers > 0:
-		return reasonExclusive, true
+		return RefuseExclusive, true
 	// 0 cores cannot go where every core is already taken.
 	case c.Cores != 0 && u.Cores == int64(c.Cores) && cores == 0:
-		return reasonCoresFull, true
+		return RefuseCoresFull, true
 	}
 	return 0, false
 }
@@ -614,28 +636,4 @@ func containsAnySubstring(s string, subs []string) bool {
 		}
 	}
 	return false
-}
-
-func uuidWanted(id string, p *Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !containsString(p.UseUUIDs, id) {
-		return false
-	}
-	return !containsString(p.AvoidUUIDs, id)
-}
-
-func containsString(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
-// String is the refusal in Filter's words, e.g. "insufficient memory".
-func (r rejectReason) String() string {
-	if r < 0 || r >= numReasons {
-		return "unknown"
-	}
-	return reasonText[r]
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -604,14 +605,14 @@ func TestRejectionReason(t *testing.T) {
 		{name: "nothing known", rej: Rejection{Cards: 3}, want: "no card"},
 		{
 			name: "reasons in a fixed order",
-			rej:  Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 2, reasonShares: 6}},
+			rej:  Rejection{Cards: 8, counts: [numRefusals]int32{RefuseMemory: 2, RefuseShares: 6}},
 			want: "6/8 cards: all shares in use, 2/8 cards: insufficient memory",
 		},
 		{
 			name: "every reason",
-			rej: Rejection{Cards: 10, counts: [numReasons]int32{
-				reasonUnhealthy: 1, reasonCordoned: 1, reasonModel: 1, reasonUUID: 1, reasonMode: 1,
-				reasonShares: 1, reasonMemory: 1, reasonCores: 1, reasonExclusive: 1, reasonCoresFull: 1,
+			rej: Rejection{Cards: 10, counts: [numRefusals]int32{
+				refuseUnhealthy: 1, refuseCordoned: 1, refuseModel: 1, RefuseUUID: 1, refuseMode: 1,
+				RefuseShares: 1, RefuseMemory: 1, RefuseCores: 1, RefuseExclusive: 1, RefuseCoresFull: 1,
 			}},
 			want: "1/10 cards: unhealthy, 1/10 cards: cordoned, 1/10 cards: card type not wanted, " +
 				"1/10 cards: card uuid not wanted, 1/10 cards: sharing mode not wanted, 1/10 cards: all shares in use, " +
@@ -620,7 +621,7 @@ func TestRejectionReason(t *testing.T) {
 		},
 		{
 			name: "free cards on one NUMA node",
-			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numReasons]int32{reasonCordoned: 1}},
+			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numRefusals]int32{refuseCordoned: 1}},
 			want: "1/4 cards: cordoned, 2/4 cards free on one NUMA node, 3 wanted",
 		},
 	}
@@ -645,12 +646,12 @@ func TestRejectionSummary(t *testing.T) {
 		{name: "more cards wanted than the node has", rej: Rejection{Cards: 2, Wanted: 3}, want: "fewer cards than wanted"},
 		{
 			name: "reasons in a fixed order, no counts",
-			rej:  Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 2, reasonShares: 6}},
+			rej:  Rejection{Cards: 8, counts: [numRefusals]int32{RefuseMemory: 2, RefuseShares: 6}},
 			want: "all shares in use, insufficient memory",
 		},
 		{
 			name: "free cards on one NUMA node",
-			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numReasons]int32{reasonCordoned: 1}},
+			rej:  Rejection{Cards: 4, Wanted: 3, Fitting: 2, NUMABind: true, counts: [numRefusals]int32{refuseCordoned: 1}},
 			want: "cordoned, not enough free cards on one NUMA node",
 		},
 		{name: "free cards", rej: Rejection{Cards: 4, Wanted: 3, Fitting: 2}, want: "not enough free cards"},
@@ -663,8 +664,8 @@ func TestRejectionSummary(t *testing.T) {
 			}
 		})
 	}
-	small := Rejection{Cards: 2, counts: [numReasons]int32{reasonMemory: 2}}
-	big := Rejection{Cards: 8, counts: [numReasons]int32{reasonMemory: 5}}
+	small := Rejection{Cards: 2, counts: [numRefusals]int32{RefuseMemory: 2}}
+	big := Rejection{Cards: 8, counts: [numRefusals]int32{RefuseMemory: 5}}
 	if small.Summary() != big.Summary() {
 		t.Errorf("the same cause on nodes of 2 and 8 cards reads %q and %q", small.Summary(), big.Summary())
 	}
@@ -778,7 +779,7 @@ func TestFitPodWithCheck(t *testing.T) {
 	}
 	two := PodRequest{Containers: []Request{one, {Count: 2}}}
 	_, rej = FitPodWith("V", cards, used, &two, FitOptions{Check: check})
-	if rej == nil || !containsReason(rej.Reason(), "vendor rule") {
+	if rej == nil || !strings.Contains(rej.Reason(), "vendor rule") {
 		t.Fatalf("want a vendor-rule rejection, got %+v", rej)
 	}
 	if r, ok := StandardRefusal(&cards[0], Usage{Sharers: 1}, &one, &Preferences{}); !ok || r != RefuseShares {
@@ -786,11 +787,38 @@ func TestFitPodWithCheck(t *testing.T) {
 	}
 }
 
-func containsReason(s, sub string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if s[i:i+len(sub)] == sub {
-			return true
+// TestFitPodWithCheckUnknownRefusal: a refusal a vendor's Check makes up
+// is counted as a vendor rule.
+func TestFitPodWithCheckUnknownRefusal(t *testing.T) {
+	cards := []Card{
+		{UUID: "a", Split: 1, MemoryMiB: 100, Cores: 100, Healthy: true},
+		{UUID: "b", Split: 1, MemoryMiB: 100, Cores: 100, Healthy: true},
+	}
+	req := PodRequest{Containers: []Request{{Count: 1}}}
+	for _, why := range []Refusal{-1, numRefusals, 99} {
+		t.Run(fmt.Sprint(int(why)), func(t *testing.T) {
+			check := func(int, *Card, Usage, Request, Assignment) (Grant, Refusal, bool) { return Grant{}, why, false }
+			_, rej := FitPodWith("V", cards, make([]Usage, 2), &req, FitOptions{Check: check})
+			if rej == nil || rej.Reason() != "2/2 cards: vendor rule" {
+				t.Fatalf("want 2/2 cards refused by a vendor rule, got %+v", rej)
+			}
+		})
+	}
+}
+
+func TestRefusalString(t *testing.T) {
+	tests := []struct {
+		r    Refusal
+		want string
+	}{
+		{r: RefuseMemory, want: "insufficient memory"},
+		{r: refuseNUMA, want: "dropped for another NUMA node"},
+		{r: -1, want: "unknown"},
+		{r: numRefusals, want: "unknown"},
+	}
+	for _, tt := range tests {
+		if got := tt.r.String(); got != tt.want {
+			t.Errorf("Refusal(%d).String() = %q, want %q", int(tt.r), got, tt.want)
 		}
 	}
-	return false
 }

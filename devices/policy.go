@@ -181,12 +181,7 @@ func parseCardPolicy(policy string, numaBind bool) cardPolicy {
 }
 
 func (p *cardPolicy) hasKey(k sortKey) bool {
-	for _, have := range p.keys[:p.nkeys] {
-		if have == k {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(p.keys[:p.nkeys], k)
 }
 
 // cardScore is HAMi's card score before a container is placed:
@@ -268,7 +263,7 @@ func (p *cardPolicy) key(c *Card, u Usage, score float32) cardKey {
 
 // keyLess compares two keys over their first n components.
 func keyLess(a, b *cardKey, n int) bool {
-	for k := 0; k < n; k++ {
+	for k := range n {
 		if a[k] != b[k] {
 			return a[k] < b[k]
 		}

@@ -548,7 +548,7 @@ func (s *cardSorter) lessByChain(a, b int) bool {
 func TestSortCardsMatchesHAMi(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	policies := []string{"", "spread", "binpack", "mutex", "numa", "binpack,numa", "numa,spread", "spread,binpack,numa", "x", "mutex,binpack"}
-	for iter := 0; iter < 5000; iter++ {
+	for range 5000 {
 		n := 1 + rng.Intn(24)
 		cards := make([]Card, n)
 		used := make([]Usage, n)

@@ -332,6 +332,16 @@ type Preferences struct {
 	Invalid string
 }
 
+// WantsUUID reports whether the pod's uuid annotations let it use the card
+// with this UUID: named in UseUUIDs when that lists any, and not named in
+// AvoidUUIDs.
+func (p *Preferences) WantsUUID(id string) bool {
+	if len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, id) {
+		return false
+	}
+	return !slices.Contains(p.AvoidUUIDs, id)
+}
+
 // PodRequest is what a pod asks of one vendor: one Request per container,
 // init containers first, plus the pod's card preferences.
 type PodRequest struct {

@@ -98,6 +98,29 @@ func TestPodRequestIsZero(t *testing.T) {
 	}
 }
 
+func TestPreferencesWantsUUID(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Preferences
+		want bool
+	}{
+		{name: "no uuid lists", want: true},
+		{name: "named in use", p: Preferences{UseUUIDs: []string{"GPU-0", "GPU-1"}}, want: true},
+		{name: "not named in use", p: Preferences{UseUUIDs: []string{"GPU-0"}}, want: false},
+		{name: "a prefix is not a name", p: Preferences{UseUUIDs: []string{"GPU"}}, want: false},
+		{name: "named in avoid", p: Preferences{AvoidUUIDs: []string{"GPU-1"}}, want: false},
+		{name: "another card avoided", p: Preferences{AvoidUUIDs: []string{"GPU-0"}}, want: true},
+		{name: "named in both", p: Preferences{UseUUIDs: []string{"GPU-1"}, AvoidUUIDs: []string{"GPU-1"}}, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.p.WantsUUID("GPU-1"); got != tt.want {
+				t.Errorf("WantsUUID(GPU-1) = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestApplyGrants(t *testing.T) {
 	g := func(id string, mem, cores int32) Grant {
 		return Grant{UUID: id, Vendor: "NVIDIA", MemoryMiB: mem, Cores: cores}

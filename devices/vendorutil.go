@@ -180,9 +180,9 @@ func WholeCardRequest(name corev1.ResourceName) func(*corev1.Container) (Request
 	}
 }
 
-// UUIDPreferences are the card preferences of a vendor whose pods choose
-// cards by uuid alone (use and avoid annotation keys), plus the card
-// policy annotation.
+// UUIDPreferences are the card preferences a pod gives by uuid (use and
+// avoid annotation keys) and by the card policy annotation; vendors whose
+// pods also choose a card type or a mode add those.
 func UUIDPreferences(annotations map[string]string, use, avoid string) (Preferences, error) {
 	p := Preferences{UseUUIDs: SplitList(annotations[use]), AvoidUUIDs: SplitList(annotations[avoid])}
 	if err := ApplyGPUSchedulerPolicy(&p, annotations[CardPolicyAnnotation]); err != nil {

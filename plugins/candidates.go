@@ -22,7 +22,7 @@ import (
 // than that, every plugin's Filter and Score runs on candidateNodes nodes
 // instead of all, which is what the scheduling loop's time per pod grows
 // with. The candidates are the nodes whose cards hold the pod (their fit is
-// kept for Filter), best first as rankByQueue and the node policy order
+// kept for Filter), best first as handover.RankByQueue and the node policy order
 // them, among those whose taints, required node affinity and cordon let
 // the pod in. nil (every node) when the pod is not narrowed
 // (narrowable), when the cluster is small enough, or when no node's cards

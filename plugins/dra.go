@@ -18,7 +18,7 @@ import (
 
 // draRoute places pods on DRA nodes: nodes whose cards a DRA driver
 // publishes as shareable devices (ResourceSlices) instead of HAMi's device
-// plugin registering them (draroute.go). The same pod goes to a node of
+// plugin registering them (draroute_since1.34.go). The same pod goes to a node of
 // either kind, whichever the node and card policies choose: on a DRA node
 // its shares are a ResourceClaim the scheduler allocates, reserves for it
 // and names in its status, which the driver's kubelet plugin prepares.
@@ -82,12 +82,8 @@ func (p *Plugin) reserveClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	s.mu.Lock()
 	s.draBinding = binding
 	s.mu.Unlock()
-	p.waiting.reserve(pod.UID, true, time.Now())
-	if gang := gangOf(pod); gang != "" {
-		p.gangs.reserve(gang, pod, node, true)
-	}
 	klog.FromContext(ctx).V(4).Info("DRA devices reserved", "pod", klog.KObj(pod), "node", node)
-	p.filteringSucceeded(pod, s, node)
+	p.reserved(s, pod, node, true)
 	return nil
 }
 
@@ -124,7 +120,7 @@ func (p *Plugin) releaseClaim(ctx context.Context, s *cycleState, pod *corev1.Po
 	if binding == nil {
 		return false
 	}
-	p.waiting.reserve(pod.UID, false, time.Now())
+	p.waiting.Reserve(pod.UID, false, time.Now())
 	if err := binding.release(ctx); err != nil {
 		klog.FromContext(ctx).Error(err, "ResourceClaim not given back", "pod", klog.KObj(pod))
 	}

@@ -1,16 +1,12 @@
 package plugins
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/klog/v2"
-
-	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 )
 
 // HAMi v2.10's pod event reasons (pkg/scheduler/event.go).
@@ -75,30 +71,6 @@ func (p *Plugin) filteringSucceeded(pod *corev1.Pod, s *cycleState, node string)
 	p.event(pod, corev1.EventTypeNormal, EventFilteringSucceed, "Scheduling", b.String())
 }
 
-// PostFilter implements fwk.PostFilterPlugin. It makes no pod schedulable
-// (preemption is DefaultPreemption's); when this plugin turned nodes away
-// it records HAMi's FilteringFailed: the total, then the nodes per reason
-// with each node's own detail. A resumed hand-over's cards are kept for
-// the pod's next attempt only: one that fails gives them back.
-func (p *Plugin) PostFilter(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, _ fwk.NodeToStatusReader) (*fwk.PostFilterResult, *fwk.Status) {
-	p.releaseResumedHold(klog.FromContext(ctx), pod)
-	s, err := readState(state)
-	if err != nil || s == nil {
-		return nil, fwk.NewStatus(fwk.Unschedulable)
-	}
-	if note := filteringFailedNote(s.rejections.snapshot()); note != "" {
-		p.event(pod, corev1.EventTypeWarning, EventFilteringFailed, "Scheduling", note)
-	}
-	if s.narrowed {
-		// Another plugin turned every candidate away: offer every node
-		// on the next attempt, at once.
-		p.fullPass.add(pod.UID)
-		fwk.Activate(p.handle, klog.FromContext(ctx), map[string]*corev1.Pod{pod.Namespace + "/" + pod.Name: pod})
-		klog.FromContext(ctx).V(3).Info("No candidate node fitted the pod; its next attempt sees every node", "pod", klog.KObj(pod))
-	}
-	return nil, fwk.NewStatus(fwk.Unschedulable)
-}
-
 // filteringFailedNote renders the rejections as HAMi's FilteringFailed
 // messages in one event: "no available node, <N> nodes do not meet: " then
 // "<n> nodes <reason>(<node> [<detail>],...)" per reason, sorted, joined by
@@ -130,16 +102,6 @@ func filteringFailedNote(rejections map[string]nodeRejection) string {
 		parts = append(parts, fmt.Sprintf("%d nodes %s(%s)", len(nodes), r, strings.Join(nodes, ",")))
 	}
 	return fmt.Sprintf("no available node, %d nodes do not meet: %s", len(rejections), strings.Join(parts, "; "))
-}
-
-// PostBind implements fwk.PostBindPlugin: HAMi's BindingSucceed for the
-// pods this plugin placed, when successEvents is on.
-func (p *Plugin) PostBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) {
-	if s, err := readState(state); err != nil || s == nil || !p.args.SuccessEvents {
-		return
-	}
-	p.event(pod, corev1.EventTypeNormal, EventBindingSucceed, "Binding",
-		fmt.Sprintf("Successfully binding node [%s] to %s/%s", nodeName, pod.Namespace, pod.Name))
 }
 
 // bindingFailed records HAMi's BindingFailed with the error's text.

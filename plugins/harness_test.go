@@ -34,7 +34,7 @@ type fakeHandle struct {
 	recorder  *eventLog
 	// snapshot is what SnapshotSharedLister returns; nil panics.
 	snapshot fwk.SharedLister
-	// dra is what SharedDRAManager returns (harness_dra_test.go); nil:
+	// dra is what SharedDRAManager returns (harness_dra_since1.34_test.go); nil:
 	// the scheduler runs without DRA.
 	dra draManager
 

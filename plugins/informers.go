@@ -63,10 +63,10 @@ func (p *Plugin) onNodeDelete(logger klog.Logger, obj any) {
 	}
 	if node, ok := obj.(*corev1.Node); ok {
 		p.locker.NodeChanged(node.Name)
-		p.lockHolders.set(node.Name, "")
+		p.lockHolders.Set(node.Name, "")
 		p.releaseReservationsOn(logger, node.Name)
 		p.cache.RemoveNode(node.Name)
-		p.queues.forgetNode(node.Name)
+		p.queues.ForgetNode(node.Name)
 		logger.V(4).Info("Node left the device cache", "node", klog.KObj(node))
 	}
 }
@@ -106,8 +106,8 @@ func (p *Plugin) onPodSet(logger klog.Logger, obj any) {
 	held := p.cache.HasAssignment(pod)
 	now := time.Now()
 	p.handOvers.observe(pod, now)
-	p.queues.observe(pod, now)
-	p.waiting.set(pod, now)
+	p.queues.Observe(pod, now)
+	p.waiting.Set(pod, now)
 	if err := p.cache.SetPod(pod); err != nil {
 		undecodableAnnotations.WithLabelValues("pod").Inc()
 		logger.Error(err, "Pod's device assignment cannot be read; its node's cards are held until it is gone", "pod", klog.KObj(pod), "node", pod.Spec.NodeName)
@@ -127,8 +127,8 @@ func (p *Plugin) onPodDelete(logger klog.Logger, obj any) {
 	if pod, ok := obj.(*corev1.Pod); ok {
 		p.rejected.remove(pod.UID)
 		p.handOvers.drop(pod.UID)
-		p.queues.remove(pod.UID)
-		p.waiting.remove(pod.UID)
+		p.queues.Remove(pod.UID)
+		p.waiting.Remove(pod.UID)
 		p.fullPass.remove(pod.UID)
 		p.resumed.forget(pod.UID)
 		p.releaseLocksOf(logger, pod, true)

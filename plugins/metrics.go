@@ -19,6 +19,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
+	"github.com/hami-scheduler/hami-scheduler/plugins/handover"
 	"github.com/hami-scheduler/hami-scheduler/plugins/nodelock"
 )
 
@@ -166,7 +167,7 @@ func (h *handOvers) drop(uid types.UID) {
 // observe records the hand-over of pod when its bind-phase says the device
 // plugin is done with it.
 func (h *handOvers) observe(pod *corev1.Pod, now time.Time) {
-	result := handOverResult(pod)
+	result := handover.Result(pod)
 	if result == "" {
 		return
 	}
@@ -177,19 +178,6 @@ func (h *handOvers) observe(pod *corev1.Pod, now time.Time) {
 	if ok {
 		handOverDuration.WithLabelValues(result).Observe(now.Sub(start).Seconds())
 	}
-}
-
-// handOverResult is how the node's device plugin ended the pod's
-// hand-over, by its bind phase: "success", "failed", or "" while it has
-// not.
-func handOverResult(pod *corev1.Pod) string {
-	switch pod.Annotations[devices.BindPhase] {
-	case devices.BindPhaseSuccess:
-		return "success"
-	case devices.BindPhaseFailed:
-		return "failed"
-	}
-	return ""
 }
 
 // sourceSet is the plugins (one per scheduler profile enabling HAMi) whose

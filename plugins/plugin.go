@@ -1,7 +1,36 @@
 // Package plugins is hami-scheduler's kube-scheduler side: one framework
-// plugin that fits pods onto shared devices (PreFilter, Filter, Score,
-// Reserve, PreBind, EnqueueExtensions) over an informer-fed device cache,
-// and takes HAMi's node lock before binding.
+// plugin, HAMi, that fits pods onto shared devices over an informer-fed
+// device cache (plugins/cache, fed by informers.go) and takes HAMi's node
+// lock (plugins/nodelock) before binding.
+//
+// Its extension points, and the files that hold them (a file suffixed
+// _sinceX or _untilY is built for those kube-scheduler minors only):
+//
+//   - PreFilter: prefilter.go, entered from prefilter_entry_since1.34.go
+//     and prefilter_entry_until1.33.go; candidate nodes in candidates.go,
+//     a pod-group cycle in gang_podgroupcycle_since1.34.go.
+//   - PreFilterExtensions (AddPod, RemovePod): preemption.go.
+//   - Filter: filter.go (card counts in countfit_since1.34.go, quotas in
+//     quota.go; DRA nodes through draroute_since1.34.go and dra.go).
+//   - PostFilter: postfilter.go.
+//   - PreScore, Score and NormalizeScore (ScoreExtensions): score.go,
+//     Score entered from score_entry_since1.31.go and
+//     score_entry_until1.30.go; vendor node scores in vendorscore.go, the
+//     ranking by hand-over queues in handover.go (plugins/handover).
+//   - Reserve and Unreserve: reserve.go (DRA nodes: dra.go).
+//   - PreBindPreFlight: prebind_preflight_since1.34.go.
+//   - PreBind: prebind.go (vendor locks in nodelock.go, a gang's binding
+//     round in gang_bind.go).
+//   - PostBind: postbind.go.
+//   - SignPod: sign_since1.34.go (the signature in signature.go).
+//   - EnqueueExtensions (EventsToRegister and its queueing hints):
+//     enqueue.go, entered from enqueue_entry_since1.31.go and
+//     enqueue_entry_until1.30.go, DRA events in enqueue_dra_since1.34.go;
+//     the pods Filter turned away are activated again in enqueue_rejected.go.
+//
+// HAMi's events are recorded by events.go, the metrics kept in
+// metrics.go, and the cycle state is state.go's; Simulate (simulation.go)
+// places pods as Filter would, for cardfit.
 package plugins
 
 import (
@@ -18,6 +47,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/vendors"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
 	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
+	"github.com/hami-scheduler/hami-scheduler/plugins/handover"
 	"github.com/hami-scheduler/hami-scheduler/plugins/nodelock"
 )
 
@@ -46,20 +76,20 @@ type Plugin struct {
 	// handOvers times each pod's hand-over to its device plugin.
 	handOvers handOvers
 	// queues counts the pods being handed over to each node.
-	queues nodeQueues
+	queues handover.Queues
 	// waiting counts the pods still waiting to be placed, per scheduler;
-	// bursts remembers the backlogs they made (queuelimit.go).
-	waiting waitingPods
-	bursts  burstMemory
+	// bursts remembers the backlogs they made (plugins/handover).
+	waiting handover.Waiting
+	bursts  handover.Bursts
 	// resumed keeps the cards of gang members another scheduler process
-	// handed over and did not bind (resume.go).
+	// handed over and did not bind (gang_resume.go).
 	resumed resumedHandOvers
 	// lockHolders indexes the node locks by their holder, to release
-	// those a killed scheduler process left (stalelocks.go).
-	lockHolders lockHolders
+	// those a killed scheduler process left (nodelock/holders.go).
+	lockHolders nodelock.Holders
 	// dra places pods on DRA nodes (dra.go); nil without them.
 	dra draRoute
-	// gangs binds the members of a gang as one round (gangbind.go).
+	// gangs binds the members of a gang as one round (gang_bind.go).
 	gangs gangBindings
 }
 

@@ -31,9 +31,9 @@ import (
 // since. On failure an error is returned and Unreserve rolls the cache
 // back and marks the assignment failed (no device plugin serves an
 // unbound pod, but a scheduler restarted meanwhile would take an
-// assignment still allocating for a hand-over under way, resume.go); once
+// assignment still allocating for a hand-over under way, gang_resume.go); once
 // the pod holds the lock (the hand-over has begun), Unreserve also
-// releases the lock. A gang's members bind as one round (gangbind.go).
+// releases the lock. A gang's members bind as one round (gang_bind.go).
 func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, nodeName string) *fwk.Status {
 	logger := klog.FromContext(ctx)
 	s, fit, st := p.chosenFit(ctx, state, pod, nodeName)
@@ -49,7 +49,7 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	s.mu.Lock()
 	s.binding = true
 	s.mu.Unlock()
-	// A gang's members bind as one round (gangbind.go): its preflight
+	// A gang's members bind as one round (gang_bind.go): its preflight
 	// first, and the lock waits end when the round is aborted.
 	ctx, done, st := p.preBindGang(ctx, pod, nodeName, fit.onDRA)
 	defer done()
@@ -71,7 +71,7 @@ func (p *Plugin) PreBind(ctx context.Context, state fwk.CycleState, pod *corev1.
 	s.mu.Lock()
 	s.patched = strconv.FormatInt(now.Unix(), 10)
 	s.mu.Unlock()
-	// Vendors with a lock of their own (Cambricon's), see vendorlock.go;
+	// Vendors with a lock of their own (Cambricon's), see nodelock/vendor.go;
 	// Unreserve releases them.
 	if st := p.takeVendorLocks(ctx, state, pod, nodeName, s.requests); st != nil {
 		s.mu.Lock()

@@ -106,7 +106,7 @@ func TestPreBindGivesUpOnABusyNode(t *testing.T) {
 	}
 	// The framework calls Unreserve after a failed PreBind. The pod never
 	// held the lock: its assignment is marked failed, so that no scheduler
-	// restarted meanwhile takes it for a hand-over under way (resume.go);
+	// restarted meanwhile takes it for a hand-over under way (gang_resume.go);
 	// the holder keeps its lock.
 	h.plugin.Unreserve(h.ctx, state, pod, "n1")
 	got, _ := h.client.CoreV1().Pods("default").Get(h.ctx, "p", metav1.GetOptions{})

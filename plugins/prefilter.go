@@ -61,7 +61,7 @@ func (p *Plugin) preFilter(ctx context.Context, state fwk.CycleState, pod *corev
 
 // releaseOwnHold frees, for the pod's own cycle, the cards the cache
 // counts it as holding while unbound: a hand-over another scheduler
-// process began and this one resumed (resume.go). The pod may take them
+// process began and this one resumed (gang_resume.go). The pod may take them
 // again, or others; Reserve replaces the hold either way.
 func (p *Plugin) releaseOwnHold(s *cycleState, pod *corev1.Pod) {
 	held, ok := p.cache.Holding(pod.UID)

@@ -29,23 +29,31 @@ func (p *Plugin) Reserve(ctx context.Context, state fwk.CycleState, pod *corev1.
 	if err := p.cache.Assume(pod, nodeName, fit.assignments); err != nil {
 		return fwk.AsStatus(err)
 	}
-	p.waiting.reserve(pod.UID, true, time.Now())
-	if gang := gangOf(pod); gang != "" {
-		p.gangs.reserve(gang, pod, nodeName, false)
-	}
 	if sharedLockAsks(p.registry.Vendors(), s.requests) {
-		p.queues.add(pod.UID, nodeName, time.Now())
+		p.queues.Add(pod.UID, nodeName, time.Now())
 	}
 	klog.FromContext(ctx).V(4).Info("Devices assumed", "pod", klog.KObj(pod), "node", nodeName)
-	p.filteringSucceeded(pod, s, nodeName)
+	p.reserved(s, pod, nodeName, false)
 	return nil
+}
+
+// reserved is how Reserve ends on a node of either kind (reserveClaim on a
+// DRA node): the pod no longer counts among those waiting for the
+// scheduler, its gang holds its reservation for the binding round, and
+// HAMi's FilteringSucceed is recorded.
+func (p *Plugin) reserved(s *cycleState, pod *corev1.Pod, node string, onDRA bool) {
+	p.waiting.Reserve(pod.UID, true, time.Now())
+	if gang := gangOf(pod); gang != "" {
+		p.gangs.reserve(gang, pod, node, onDRA)
+	}
+	p.filteringSucceeded(pod, s, node)
 }
 
 // Unreserve forgets the assumed cards when the pod does not get bound and,
 // when PreBind already wrote the pod's assignment, marks it failed and
 // releases the node lock PreBind took; vendor locks PreBind took
 // (Cambricon's) are released either way. A gang member given back from
-// its binding cycle aborts its round (gangbind.go). A binding that reported an error but reached the
+// its binding cycle aborts its round (gang_bind.go). A binding that reported an error but reached the
 // API server (a timeout, a scheduler stopping mid-call) is left as it is:
 // the pod is bound and its device plugin will serve it. Unreserve is
 // idempotent and harmless for pods this plugin did not reserve, and does
@@ -72,8 +80,8 @@ func (p *Plugin) Unreserve(ctx context.Context, state fwk.CycleState, pod *corev
 		return
 	}
 	released := p.cache.Forget(pod)
-	p.queues.remove(pod.UID)
-	p.waiting.reserve(pod.UID, false, time.Now())
+	p.queues.Remove(pod.UID)
+	p.waiting.Reserve(pod.UID, false, time.Now())
 	p.releaseVendorLocks(ctx, state, pod)
 	logger.V(4).Info("Devices forgotten", "pod", klog.KObj(pod), "node", nodeName)
 	if released && !fwk.IsPodGroupCycle(state) {

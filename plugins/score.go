@@ -7,6 +7,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+	"github.com/hami-scheduler/hami-scheduler/plugins/handover"
 )
 
 var _ fwk.PreScorePlugin = &Plugin{}
@@ -66,8 +67,8 @@ var _ fwk.ScoreExtensions = &Plugin{}
 // NormalizeScore implements fwk.ScoreExtensions: a pod asking a vendor
 // with a vendor node score is ranked by HAMi's sum (vendorscore.go), other
 // scores are in range already; then, with nodeQueueWait or
-// nodeQueueLimit, nodes rank by their queue first (queuescore.go,
-// queuelimit.go).
+// nodeQueueLimit, nodes rank by their queue first (plugins/handover,
+// handover.go).
 func (p *Plugin) NormalizeScore(ctx context.Context, state fwk.CycleState, pod *corev1.Pod, scores fwk.NodeScoreList) *fwk.Status {
 	s, err := readState(state)
 	if err != nil {
@@ -80,7 +81,7 @@ func (p *Plugin) NormalizeScore(ctx context.Context, state fwk.CycleState, pod *
 		normalizePolicyScores(s.nodePolicy, scores)
 	}
 	if rounds := p.queueRounds(pod); rounds != nil {
-		rankByQueue(scores, rounds)
+		handover.RankByQueue(scores, rounds)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/plugins/handover"
 )
 
 // SignatureKey is the key of the HAMi plugin's fragment of a pod's
@@ -44,8 +45,8 @@ type deviceSignature struct {
 	// hand-overs), so members of different gangs are not batched together.
 	Gang string `json:"gang,omitempty"`
 	// Waiting is whether the pod is one that waits for its scheduler
-	// (waitsForScheduler): the backlog the node queues are bounded by
-	// counts the other pods waiting (queuelimit.go), so whether the pod
+	// (handover.WaitsForScheduler): the backlog the node queues are
+	// bounded by counts the other pods waiting, so whether the pod
 	// is among those waiting sets it apart from a pod that is not.
 	Waiting bool `json:"waiting"`
 	// What the choice of candidates (candidates.go) reads of the spec: the
@@ -78,7 +79,7 @@ func (p *Plugin) podSignature(pod *corev1.Pod) (value *deviceSignature, ok bool)
 		NodePolicy:       p.nodePolicy(pod),
 		Priority:         pod.Spec.Priority,
 		Gang:             gangOf(pod),
-		Waiting:          waitsForScheduler(pod),
+		Waiting:          handover.WaitsForScheduler(pod),
 		NodeSelector:     pod.Spec.NodeSelector,
 		Affinity:         pod.Spec.Affinity,
 		Tolerations:      pod.Spec.Tolerations,
@@ -108,7 +109,7 @@ func (p *Plugin) podSignature(pod *corev1.Pod) (value *deviceSignature, ok bool)
 // signable reports whether nothing the plugin keeps by the pod's UID
 // would set its fit or score apart from another pod's with the same
 // signature: a hold of its own (the cards of a hand-over another
-// scheduler process began, resumed for it, resume.go, which its own cycle
+// scheduler process began, resumed for it, gang_resume.go, which its own cycle
 // may take again), or a full pass it is owed (its last cycle was narrowed
 // to candidates that all failed, candidates.go). A pod whose annotations
 // show a hand-over under way (a gang member, unbound, its assignment

@@ -340,7 +340,7 @@ func TestAscendTopologyScore(t *testing.T) {
 			apart := withAscend(gpuNode("apart", card("GPU-a", 15360)), 0, 1, 2)
 			h := vendorsHarness(t, together, apart, pod)
 			for i := range tt.queued {
-				h.plugin.queues.add(types.UID("queued-"+itoa(i)), "together", time.Now())
+				h.plugin.queues.Add(types.UID("queued-"+itoa(i)), "together", time.Now())
 			}
 			state, st := h.preFilter(pod, h.nodeInfo("together"), h.nodeInfo("apart"))
 			if !st.IsSuccess() {

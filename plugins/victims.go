@@ -9,14 +9,14 @@ import (
 
 // victimPriority is how kube-scheduler ranks a pod as a preemption victim:
 // its own priority for default preemption, its PodGroup's for
-// workload-aware preemption (podgroupcycle.go).
+// workload-aware preemption (gang_podgroupcycle_since1.34.go).
 type victimPriority func(*corev1.Pod) int32
 
 // mayBeVictim reports whether preemption could choose the pod holding h,
 // of lower priority than below as priority ranks it: a pod the
 // scheduler's snapshot lists, that is one bound to the node the cache
 // holds its cards on or reserved there by this process. A hand-over this
-// process resumed (resume.go) is never one: it is not bound, the
+// process resumed (gang_resume.go) is never one: it is not bound, the
 // scheduler's cache does not hold it, and its cards are free only to
 // itself. A pod the informer no longer has (deleted, the cache not caught
 // up yet) holds nothing any more.

@@ -64,7 +64,7 @@ func holdingOf(v devices.Vendor, pod *corev1.Pod) (amount, error) {
 		return amount{}, err
 	}
 	inits := len(pod.Spec.InitContainers)
-	initsDone := initContainersSucceeded(pod)
+	initsDone := devices.InitContainersSucceeded(pod)
 	type perCard struct{ init, regular amount }
 	cards := map[string]*perCard{}
 	var order []string
@@ -96,20 +96,4 @@ func holdingOf(v devices.Vendor, pod *corev1.Pod) (amount, error) {
 		held.Cores += max(c.init.Cores, c.regular.Cores)
 	}
 	return held, nil
-}
-
-// initContainersSucceeded reports whether the pod has init container
-// statuses and every one of them terminated with exit code 0. A native
-// sidecar (an init container that keeps running) never does.
-func initContainersSucceeded(pod *corev1.Pod) bool {
-	statuses := pod.Status.InitContainerStatuses
-	if len(statuses) == 0 {
-		return false
-	}
-	for _, st := range statuses {
-		if st.State.Terminated == nil || st.State.Terminated.ExitCode != 0 {
-			return false
-		}
-	}
-	return true
 }

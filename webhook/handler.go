@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -87,10 +88,7 @@ func (h *Handler) handle(ctx context.Context, req admission.Request) (admission.
 		// policy) still has to be patched in.
 		return h.patch(original, pod, "pod asks for no managed device")
 	}
-	namespace := req.Namespace
-	if namespace == "" {
-		namespace = pod.Namespace
-	}
+	namespace := cmp.Or(req.Namespace, pod.Namespace)
 	if h.quota != nil {
 		refusal, err := h.quota.Check(ctx, namespace, pod, m.requests)
 		if err != nil {

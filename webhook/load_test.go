@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -29,14 +29,14 @@ func TestServerAnswersEveryRequestUnderLoad(t *testing.T) {
 }
 
 // BenchmarkServerUnderLoad reports admission latency percentiles with 32
-// concurrent clients (see docs/benchmarks.md).
+// concurrent clients (see docs/benchmarks/webhook.md).
 func BenchmarkServerUnderLoad(b *testing.B) {
 	s := startTestServer(b, ServerOptions{ReadTimeout: DefaultReadTimeout, WriteTimeout: DefaultWriteTimeout, MaxRequestBytes: DefaultMaxRequestBytes})
 	b.ResetTimer()
 	start := time.Now()
 	latencies := loadServer(b, s, 32, b.N)
 	elapsed := time.Since(start)
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	slices.Sort(latencies)
 	b.ReportMetric(float64(len(latencies))/elapsed.Seconds(), "req/s")
 	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds())/1000, "p99-ms")
@@ -77,7 +77,7 @@ func loadServer(tb testing.TB, s *testServer, clients, n int) []time.Duration {
 		wg        sync.WaitGroup
 		next      = make(chan int)
 	)
-	for c := 0; c < clients; c++ {
+	for range clients {
 		wg.Go(func() {
 			for i := range next {
 				start := time.Now()
@@ -102,7 +102,7 @@ func loadServer(tb testing.TB, s *testServer, clients, n int) []time.Duration {
 			}
 		})
 	}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		next <- i
 	}
 	close(next)

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -56,12 +57,8 @@ const (
 )
 
 func (o *ServerOptions) setDefaults() {
-	if o.CertName == "" {
-		o.CertName = "tls.crt"
-	}
-	if o.KeyName == "" {
-		o.KeyName = "tls.key"
-	}
+	o.CertName = cmp.Or(o.CertName, "tls.crt")
+	o.KeyName = cmp.Or(o.KeyName, "tls.key")
 	if o.CertPollInterval <= 0 {
 		o.CertPollInterval = DefaultCertPollInterval
 	}

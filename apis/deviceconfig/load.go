@@ -36,7 +36,7 @@ func Parse(data []byte) (cfg *Config, ignored []string, err error) {
 // of a strict decoding error.
 func unknownFields(err error) []string {
 	var out []string
-	for _, line := range strings.Split(err.Error(), "\n") {
+	for line := range strings.SplitSeq(err.Error(), "\n") {
 		if line = strings.TrimSpace(line); strings.Contains(line, " not found in type ") {
 			out = append(out, line)
 		}

@@ -1,6 +1,7 @@
 package deviceconfig
 
 import (
+	"cmp"
 	"k8s.io/utils/ptr"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
@@ -52,54 +53,35 @@ const AscendSwitch = "enableAscend"
 // with whether it is enabled and served, so the caller can report the ones
 // it cannot serve.
 func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Section) {
-	if n := c.NVIDIA; n != nil {
-		on := n.ResourceCountName != ""
-		sections = append(sections, Section{Key: "nvidia", Enabled: on, Served: on})
-		if on {
-			enabled = append(enabled, n.vendorConfig())
-		}
-	}
-	// serve adds a section this build implements: on when it names its
-	// count resource.
-	serve := func(key string, cfg devices.Config) {
-		on := cfg.ResourceCountName != ""
+	// add records a section this build implements and, when on, its
+	// vendor's settings.
+	add := func(key string, on bool, cfg devices.Config) {
 		sections = append(sections, Section{Key: key, Enabled: on, Served: on})
 		if on {
 			enabled = append(enabled, cfg)
 		}
 	}
+	// serve adds a section that is on when it names its count resource.
+	serve := func(key string, cfg devices.Config) { add(key, cfg.ResourceCountName != "", cfg) }
+	if n := c.NVIDIA; n != nil {
+		serve("nvidia", n.vendorConfig())
+	}
 	if s := c.Cambricon; s != nil {
-		on := s.ResourceCountName != ""
-		sections = append(sections, Section{Key: "cambricon", Enabled: on, Served: on})
-		if on {
-			enabled = append(enabled, s.vendorConfig())
-		}
+		serve("cambricon", s.vendorConfig())
 	}
 	if h := c.Hygon; h != nil {
-		on := h.ResourceCountName != ""
-		sections = append(sections, Section{Key: "hygon", Enabled: on, Served: on})
-		if on {
-			enabled = append(enabled, h.vendorConfig())
-		}
+		serve("hygon", h.vendorConfig())
 	}
 	if s := c.MetaX; s != nil {
 		// Two vendors: whole GPUs (resourceCountName) and sGPU shares
 		// (resourceVCountName), each on when its count is named.
-		on := s.ResourceCountName != ""
-		sections = append(sections, Section{Key: "metax", Enabled: on, Served: on})
-		if on {
-			enabled = append(enabled, devices.Config{Name: "metax", ResourceCountName: s.ResourceCountName})
-		}
-		on = s.ResourceVCountName != ""
-		sections = append(sections, Section{Key: "metax.sgpu", Enabled: on, Served: on})
-		if on {
-			enabled = append(enabled, devices.Config{Name: "metax-sgpu", Vendor: metax.SGPUConfig{
-				ResourceVCountName:  s.ResourceVCountName,
-				ResourceVMemoryName: s.ResourceVMemoryName,
-				ResourceVCoreName:   s.ResourceVCoreName,
-				TopologyAware:       s.SGPUTopologyAware,
-			}})
-		}
+		serve("metax", devices.Config{Name: "metax", ResourceCountName: s.ResourceCountName})
+		add("metax.sgpu", s.ResourceVCountName != "", devices.Config{Name: "metax-sgpu", Vendor: metax.SGPUConfig{
+			ResourceVCountName:  s.ResourceVCountName,
+			ResourceVMemoryName: s.ResourceVMemoryName,
+			ResourceVCoreName:   s.ResourceVCoreName,
+			TopologyAware:       s.SGPUTopologyAware,
+		}})
 	}
 	if s := c.MThreads; s != nil {
 		serve("mthreads", devices.Config{Name: "mthreads", ResourceCountName: s.ResourceCountName, ResourceMemoryName: s.ResourceMemoryName, ResourceCoresName: s.ResourceCoreName})
@@ -129,28 +111,17 @@ func (c *Config) Vendors(opts Options) (enabled []devices.Config, sections []Sec
 		if s.ResourceNameGCU != "" {
 			enabled = append(enabled, devices.Config{Name: "enflame-gcu", ResourceCountName: s.ResourceNameGCU})
 		}
-		drs := s.ResourceNameDRSGCU
-		if drs == "" {
-			drs = s.ResourceNameVGCU
-		}
+		drs := cmp.Or(s.ResourceNameDRSGCU, s.ResourceNameVGCU)
 		enabled = append(enabled, devices.Config{Name: "enflame-drs", ResourceCountName: drs, ResourceMemoryName: s.ResourceNameGCUMemory, ResourceCoresName: s.ResourceNameGCUCore})
 	}
 	if s := c.Kunlun; s != nil {
 		// Two vendors: whole XPUs (resourceCountName) and vXPU shares
 		// (resourceVCountName), each on when its count is named.
-		on := s.ResourceCountName != ""
-		sections = append(sections, Section{Key: "kunlun", Enabled: on, Served: on})
-		if on {
-			enabled = append(enabled, devices.Config{Name: "kunlun", ResourceCountName: s.ResourceCountName})
-		}
-		on = s.ResourceVCountName != ""
-		sections = append(sections, Section{Key: "kunlun.vxpu", Enabled: on, Served: on})
-		if on {
-			enabled = append(enabled, devices.Config{Name: "kunlun-vxpu", Vendor: kunlun.VXPUConfig{
-				ResourceVCountName:  s.ResourceVCountName,
-				ResourceVMemoryName: s.ResourceVMemoryName,
-			}})
-		}
+		serve("kunlun", devices.Config{Name: "kunlun", ResourceCountName: s.ResourceCountName})
+		add("kunlun.vxpu", s.ResourceVCountName != "", devices.Config{Name: "kunlun-vxpu", Vendor: kunlun.VXPUConfig{
+			ResourceVCountName:  s.ResourceVCountName,
+			ResourceVMemoryName: s.ResourceVMemoryName,
+		}})
 	}
 	if s := c.AWSNeuron; s != nil {
 		serve("awsneuron", devices.Config{Name: "awsneuron", ResourceCountName: s.ResourceCountName, ResourceCoresName: s.ResourceCoreName})

@@ -1,12 +1,13 @@
-// Command hami-local runs a whole hami-scheduler cluster in one process, for
-// trying it out: etcd and kube-apiserver, simulated GPU nodes whose device
-// plugin and kubelet are played by internal/simnode's agent, kube-scheduler
-// with the hami-scheduler and default-scheduler profiles, the admission
-// webhook (registered with the apiserver), and the deployment, replicaset,
-// garbage-collector and namespace controllers. Once the apiserver sends
-// pods to the webhook it writes a kubeconfig for kubectl, and it prints
-// which card each GPU pod got. With -kueue, Kueue's controller-manager
-// runs beside them, with hami-scheduler's admission check (cardfit).
+// Command hami-local runs a whole hami-scheduler cluster in one process,
+// for trying it out: etcd and kube-apiserver, simulated GPU nodes whose
+// device plugin and kubelet are played by internal/localcluster/simnode's
+// agent, kube-scheduler with the hami-scheduler and default-scheduler
+// profiles, the admission webhook (registered with the apiserver), and the
+// deployment, replicaset, garbage-collector and namespace controllers. Once
+// the apiserver sends pods to the webhook it writes a kubeconfig for
+// kubectl, and it prints which card each GPU pod got. With -kueue, Kueue's
+// controller-manager runs beside them, with hami-scheduler's admission
+// check (cardfit).
 //
 //	hami-local [-dir _local] [-nodes "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10"] [-device-config file] [-kueue] [-hami-dra]
 //	hami-local status [-kubeconfig _local/kubeconfig]
@@ -16,9 +17,9 @@
 // DRA driver instead of HAMi's device plugin: the agent publishes its
 // ResourceSlices and plays its kubelet plugin, and the DeviceClasses the
 // drivers' charts install are created. -hami-dra runs the model of
-// HAMi-DRA's webhook (internal/hamidra) instead of hami-webhook: pods
-// asking nvidia.com/gpu get a ResourceClaim that kube-scheduler's
-// DynamicResources allocates (docs/dra.md).
+// HAMi-DRA's webhook (internal/localcluster/hamidra) instead of
+// hami-webhook: pods asking nvidia.com/gpu get a ResourceClaim that
+// kube-scheduler's DynamicResources allocates (docs/dra.md).
 //
 // Node groups of other vendors (e.g. "1 node x 4 cards of Ascend910B4 32
 // GiB"; see simnode.ParseSpec for the model words per vendor) mix with
@@ -53,9 +54,9 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
-	"github.com/hami-scheduler/hami-scheduler/internal/hamidra"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/hamidra"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 const defaultNodes = "2 nodes x 4 cards of NVIDIA A100-SXM4-40GB 40 GiB, split 10; 1 node x 2 cards of Tesla T4 15 GiB, split 4"

@@ -10,7 +10,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/apis/deviceconfig"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // vendorSetup decides which vendors the scheduler and the webhook serve.

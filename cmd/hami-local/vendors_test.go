@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 func TestVendorSetup(t *testing.T) {

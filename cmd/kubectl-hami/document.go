@@ -1,8 +1,8 @@
 package main
 
 import (
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
@@ -233,12 +233,7 @@ func buildTop(r allocation.Report, unregistered []string, namespace string) Top 
 			n.Problems = append(n.Problems, PodProblem{Namespace: p.Namespace, Name: p.Pod, Problem: p.Problem})
 		}
 	}
-	names := make([]string, 0, len(byName))
-	for name := range byName {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		n := byName[name]
 		doc.Nodes = append(doc.Nodes, *n)
 		if len(n.Cards) == 0 && n.Error != "" {

@@ -210,7 +210,7 @@ func kindText(kinds string) string {
 		return ""
 	}
 	var out []string
-	for _, k := range strings.Split(kinds, ", ") {
+	for k := range strings.SplitSeq(kinds, ", ") {
 		if k == allocation.KindDevicePlugin {
 			out = append(out, "device plugin")
 		} else {

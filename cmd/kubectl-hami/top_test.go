@@ -24,7 +24,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

@@ -16,7 +16,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/ascend"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // vendorCluster is a node with NVIDIA GPUs and Ascend 910B4 NPUs, a node

@@ -4,6 +4,7 @@
 package amd
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strings"
@@ -53,17 +54,10 @@ func New(cfg devices.Config) (*Vendor, error) {
 		return nil, fmt.Errorf("vendor %s: AMD takes only resourceCountName, resourceMemoryName and resourceCoresName", cfg.Name)
 	}
 	return &Vendor{names: devices.ResourceNames{
-		Count:  orDefault(cfg.ResourceCountName, DefaultCountName),
-		Memory: orDefault(cfg.ResourceMemoryName, DefaultMemoryName),
-		Cores:  orDefault(cfg.ResourceCoresName, DefaultCoresName),
+		Count:  corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName)),
+		Memory: corev1.ResourceName(cmp.Or(cfg.ResourceMemoryName, DefaultMemoryName)),
+		Cores:  corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
 	}}, nil
-}
-
-func orDefault(name, def string) corev1.ResourceName {
-	if name == "" {
-		return corev1.ResourceName(def)
-	}
-	return corev1.ResourceName(name)
 }
 
 // Name implements devices.Vendor.
@@ -127,15 +121,11 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 		return req, err
 	}
 	a := pod.Annotations
-	req.Preferences = devices.Preferences{
-		UseModels:   devices.SplitUpperList(a[UseTypeAnnotation]),
-		AvoidModels: devices.SplitUpperList(a[AvoidTypeAnnotation]),
-		UseUUIDs:    devices.SplitList(a[UseUUIDAnnotation]),
-		AvoidUUIDs:  devices.SplitList(a[AvoidUUIDAnnotation]),
-	}
-	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
+	if req.Preferences, err = devices.UUIDPreferences(a, UseUUIDAnnotation, AvoidUUIDAnnotation); err != nil {
 		return devices.PodRequest{}, err
 	}
+	req.Preferences.UseModels = devices.SplitUpperList(a[UseTypeAnnotation])
+	req.Preferences.AvoidModels = devices.SplitUpperList(a[AvoidTypeAnnotation])
 	return req, nil
 }
 
@@ -182,7 +172,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	p := &req.Preferences
 	return devices.FitPodWith(VendorWord, cards, used, req, devices.FitOptions{Check: func(_ int, c *devices.Card, u devices.Usage, r devices.Request, _ devices.Assignment) (devices.Grant, devices.Refusal, bool) {
 		switch {
-		case !uuidWanted(c.UUID, p):
+		case !p.WantsUUID(c.UUID):
 			return devices.Grant{}, devices.RefuseUUID, false
 		case u.Sharers >= c.Split:
 			return devices.Grant{}, devices.RefuseShares, false
@@ -210,23 +200,6 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 		}
 		return devices.Grant{UUID: c.UUID, Vendor: c.Model, MemoryMiB: mem, Cores: cus}, 0, true
 	}})
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	for _, u := range p.AvoidUUIDs {
-		if u == id {
-			return false
-		}
-	}
-	if len(p.UseUUIDs) == 0 {
-		return true
-	}
-	for _, u := range p.UseUUIDs {
-		if u == id {
-			return true
-		}
-	}
-	return false
 }
 
 // Default implements devices.Vendor with HAMi's admission rule: a

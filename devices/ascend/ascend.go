@@ -281,16 +281,11 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if err != nil || !asked {
 		return req, err
 	}
-	a := pod.Annotations
-	req.Preferences = devices.Preferences{
-		UseUUIDs:   devices.SplitList(a[v.useUUIDKey]),
-		AvoidUUIDs: devices.SplitList(a[v.avoidUUIDKey]),
-	}
-	if a[VNPUModeAnnotation] == ModeHAMiCore {
-		req.Preferences.Mode = ModeHAMiCore
-	}
-	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
+	if req.Preferences, err = devices.UUIDPreferences(pod.Annotations, v.useUUIDKey, v.avoidUUIDKey); err != nil {
 		return devices.PodRequest{}, err
+	}
+	if pod.Annotations[VNPUModeAnnotation] == ModeHAMiCore {
+		req.Preferences.Mode = ModeHAMiCore
 	}
 	return req, nil
 }

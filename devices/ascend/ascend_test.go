@@ -2,6 +2,7 @@ package ascend
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -771,9 +772,7 @@ func TestAssignmentGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			v := mustNew(t, tt.cfg)
 			annos := map[string]string{RegisterAnnotation(tt.cfg.CommonWord): tt.register}
-			for k, val := range tt.nodeAnnos {
-				annos[k] = val
-			}
+			maps.Copy(annos, tt.nodeAnnos)
 			cards, err := v.Inventory(node(annos, corev1.ResourceList{v.Resources().Count: resource.MustParse("8")}))
 			if err != nil {
 				t.Fatal(err)
@@ -793,9 +792,7 @@ func TestAssignmentGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for k, val := range extras {
-				got[k] = val
-			}
+			maps.Copy(got, extras)
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("annotations =\n%v\nwant\n%v", got, tt.want)
 			}

@@ -5,6 +5,7 @@
 package awsneuron
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/bits"
@@ -91,16 +92,9 @@ func New(cfg devices.Config) (*Vendor, error) {
 		return nil, fmt.Errorf("vendor %s: AWS Neuron takes only resourceCountName and resourceCoresName", cfg.Name)
 	}
 	return &Vendor{names: devices.ResourceNames{
-		Count: orDefault(cfg.ResourceCountName, DefaultCountName),
-		Cores: orDefault(cfg.ResourceCoresName, DefaultCoresName),
+		Count: corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName)),
+		Cores: corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
 	}}, nil
-}
-
-func orDefault(name, def string) corev1.ResourceName {
-	if name == "" {
-		return corev1.ResourceName(def)
-	}
-	return corev1.ResourceName(name)
 }
 
 // Name implements devices.Vendor.
@@ -236,7 +230,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 				need = c.Split
 			}
 			switch {
-			case !uuidWanted(c.UUID, p):
+			case !p.WantsUUID(c.UUID):
 				return devices.Grant{}, devices.RefuseUUID, false
 			case u.Sharers >= c.Split:
 				return devices.Grant{}, devices.RefuseShares, false
@@ -272,22 +266,6 @@ func coreMask(used int64, need int32) int32 {
 		}
 	}
 	return int32(3 - used)
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !contains(p.UseUUIDs, id) {
-		return false
-	}
-	return !contains(p.AvoidUUIDs, id)
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // pickRun is HAMi's graphSelect over the free devices the walk collected:

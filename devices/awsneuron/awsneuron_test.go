@@ -303,7 +303,7 @@ func BenchmarkFit(b *testing.B) {
 	v := mustNew(b)
 	cards := neurons(16, false)
 	used := make([]devices.Usage, 16)
-	for i := 0; i < 8; i++ {
+	for i := range 8 {
 		used[i] = devices.Usage{Sharers: 1, Cores: 1}
 	}
 	for _, bm := range []struct {

@@ -5,8 +5,8 @@
 package biren
 
 import (
+	"cmp"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -49,11 +49,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 	if !cfg.OnlyRenames(0) {
 		return nil, fmt.Errorf("vendor %s: Biren takes only resourceCountName", cfg.Name)
 	}
-	name := cfg.ResourceCountName
-	if name == "" {
-		name = DefaultCountName
-	}
-	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(name)}}, nil
+	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName))}}, nil
 }
 
 // Name implements devices.Vendor.
@@ -125,7 +121,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	p := &req.Preferences
 	return devices.FitPodWith(VendorWord, cards, used, req, devices.FitOptions{Check: func(_ int, c *devices.Card, u devices.Usage, _ devices.Request, _ devices.Assignment) (devices.Grant, devices.Refusal, bool) {
 		switch {
-		case len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, c.UUID), slices.Contains(p.AvoidUUIDs, c.UUID):
+		case !p.WantsUUID(c.UUID):
 			return devices.Grant{}, devices.RefuseUUID, false
 		case u.Sharers >= c.Split:
 			return devices.Grant{}, devices.RefuseShares, false

@@ -3,6 +3,7 @@ package cambricon
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"strings"
@@ -385,9 +386,7 @@ func TestAssignmentGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, val := range extras {
-		got[k] = val
-	}
+	maps.Copy(got, extras)
 	want := map[string]string{
 		"hami.io/cambricon-mlu-devices-to-allocate": ";node1-cambricon-mlu-0,MLU,5120,10:;",
 		"hami.io/cambricon-mlu-devices-allocated":   ";node1-cambricon-mlu-0,MLU,5120,10:;",

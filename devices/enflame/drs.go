@@ -1,6 +1,7 @@
 package enflame
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -86,16 +87,10 @@ func NewDRS(cfg devices.Config) (*DRS, error) {
 	if !cfg.OnlyRenames(devices.RenameMemory | devices.RenameCores) {
 		return nil, fmt.Errorf("vendor %s: Enflame DRS takes only resourceCountName, resourceMemoryName and resourceCoresName", cfg.Name)
 	}
-	or := func(name, def string) corev1.ResourceName {
-		if name == "" {
-			return corev1.ResourceName(def)
-		}
-		return corev1.ResourceName(name)
-	}
 	return &DRS{names: devices.ResourceNames{
-		Count:  or(cfg.ResourceCountName, DefaultDRSName),
-		Memory: or(cfg.ResourceMemoryName, DefaultMemoryName),
-		Cores:  or(cfg.ResourceCoresName, DefaultCoresName),
+		Count:  corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultDRSName)),
+		Memory: corev1.ResourceName(cmp.Or(cfg.ResourceMemoryName, DefaultMemoryName)),
+		Cores:  corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
 	}}, nil
 }
 
@@ -354,7 +349,7 @@ func (v *DRS) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRe
 		}
 		mem, pct := int32(chosen.MemoryGB*1024), int32(chosen.Percent)
 		switch {
-		case !uuidWanted(c.UUID, p):
+		case !p.WantsUUID(c.UUID):
 			return devices.Grant{}, devices.RefuseUUID, false
 		case u.Sharers >= c.Split:
 			return devices.Grant{}, devices.RefuseShares, false
@@ -367,13 +362,6 @@ func (v *DRS) Fit(cards []devices.Card, used []devices.Usage, req *devices.PodRe
 		}
 		return devices.Grant{UUID: c.UUID, Vendor: DRSWord, MemoryMiB: mem, Cores: pct}, 0, true
 	}})
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, id) {
-		return false
-	}
-	return !slices.Contains(p.AvoidUUIDs, id)
 }
 
 // assignedContainer is one entry of assigned-containers.

@@ -320,7 +320,7 @@ func FuzzInventory(f *testing.F) {
 func BenchmarkFit(b *testing.B) {
 	v := newDRS(b)
 	raw := `{"devices":[`
-	for i := 0; i < 8; i++ {
+	for i := range 8 {
 		if i > 0 {
 			raw += ","
 		}

@@ -5,6 +5,7 @@
 package enflame
 
 import (
+	"cmp"
 	"fmt"
 	"strconv"
 
@@ -44,11 +45,7 @@ func NewGCU(cfg devices.Config) (*GCU, error) {
 	if !cfg.OnlyRenames(0) {
 		return nil, fmt.Errorf("vendor %s: whole Enflame GCUs take only resourceCountName (resourceNameGCU)", cfg.Name)
 	}
-	name := cfg.ResourceCountName
-	if name == "" {
-		name = DefaultGCUName
-	}
-	return &GCU{names: devices.ResourceNames{Count: corev1.ResourceName(name)}}, nil
+	return &GCU{names: devices.ResourceNames{Count: corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultGCUName))}}, nil
 }
 
 // Name implements devices.Vendor.

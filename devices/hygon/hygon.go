@@ -3,6 +3,7 @@
 package hygon
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -71,9 +72,9 @@ func New(cfg devices.Config) (*Vendor, error) {
 	}
 	v := &Vendor{
 		names: devices.ResourceNames{
-			Count:  orDefault(cfg.ResourceCountName, DefaultCountName),
-			Memory: orDefault(cfg.ResourceMemoryName, DefaultMemoryName),
-			Cores:  orDefault(cfg.ResourceCoresName, DefaultCoresName),
+			Count:  corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName)),
+			Memory: corev1.ResourceName(cmp.Or(cfg.ResourceMemoryName, DefaultMemoryName)),
+			Cores:  corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
 		},
 		memoryFactor:  cfg.MemoryFactor,
 		defaultMemory: cfg.DefaultMemoryMiB,
@@ -83,13 +84,6 @@ func New(cfg devices.Config) (*Vendor, error) {
 		v.defaultCores = cfg.DefaultCores
 	}
 	return v, nil
-}
-
-func orDefault(name, def string) corev1.ResourceName {
-	if name == "" {
-		return corev1.ResourceName(def)
-	}
-	return corev1.ResourceName(name)
 }
 
 // Name implements devices.Vendor.
@@ -151,15 +145,11 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 		return req, err
 	}
 	a := pod.Annotations
-	req.Preferences = devices.Preferences{
-		UseModels:   devices.SplitUpperList(a[UseTypeAnnotation]),
-		AvoidModels: devices.SplitUpperList(a[AvoidTypeAnnotation]),
-		UseUUIDs:    devices.SplitList(a[UseUUIDAnnotation]),
-		AvoidUUIDs:  devices.SplitList(a[AvoidUUIDAnnotation]),
-	}
-	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
+	if req.Preferences, err = devices.UUIDPreferences(a, UseUUIDAnnotation, AvoidUUIDAnnotation); err != nil {
 		return devices.PodRequest{}, err
 	}
+	req.Preferences.UseModels = devices.SplitUpperList(a[UseTypeAnnotation])
+	req.Preferences.AvoidModels = devices.SplitUpperList(a[AvoidTypeAnnotation])
 	return req, nil
 }
 

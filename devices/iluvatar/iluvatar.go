@@ -156,12 +156,7 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if err != nil || !asked {
 		return req, err
 	}
-	a := pod.Annotations
-	req.Preferences = devices.Preferences{
-		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation(v.cfg.CommonWord)]),
-		AvoidUUIDs: devices.SplitList(a[AvoidUUIDAnnotation(v.cfg.CommonWord)]),
-	}
-	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
+	if req.Preferences, err = devices.UUIDPreferences(pod.Annotations, UseUUIDAnnotation(v.cfg.CommonWord), AvoidUUIDAnnotation(v.cfg.CommonWord)); err != nil {
 		return devices.PodRequest{}, err
 	}
 	return req, nil

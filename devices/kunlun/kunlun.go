@@ -3,6 +3,7 @@
 package kunlun
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -60,11 +61,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 	if !cfg.OnlyRenames(0) || cfg.NodeDefaults != (devices.NodeDefaults{}) {
 		return nil, fmt.Errorf("vendor %s: a whole Kunlunxin XPU has only a count resource (resourceCountName)", cfg.Name)
 	}
-	name := cfg.ResourceCountName
-	if name == "" {
-		name = DefaultCountName
-	}
-	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(name)}}, nil
+	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName))}}, nil
 }
 
 // Name implements devices.Vendor.
@@ -134,13 +131,18 @@ func (v *Vendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation]),
 		AvoidUUIDs: devices.SplitList(a[AvoidUUIDAnnotation]),
 	}
-	// The baidu.com pair is a second, independent constraint: a card must
-	// be in both use lists (when set) and in neither avoid list.
-	if use := devices.SplitList(a[BaiduUseUUIDAnnotation]); len(use) > 0 {
-		req.Preferences.UseUUIDs = intersectOrSet(req.Preferences.UseUUIDs, use)
-	}
-	req.Preferences.AvoidUUIDs = append(req.Preferences.AvoidUUIDs, devices.SplitList(a[BaiduNoUseUUIDAnnotion])...)
+	addBaiduUUIDs(&req.Preferences, a)
 	return req, nil
+}
+
+// addBaiduUUIDs adds the baidu.com uuid pair, a second, independent
+// constraint: a card must be in both use lists (when set) and in neither
+// avoid list.
+func addBaiduUUIDs(p *devices.Preferences, annotations map[string]string) {
+	if use := devices.SplitList(annotations[BaiduUseUUIDAnnotation]); len(use) > 0 {
+		p.UseUUIDs = intersectOrSet(p.UseUUIDs, use)
+	}
+	p.AvoidUUIDs = append(p.AvoidUUIDs, devices.SplitList(annotations[BaiduNoUseUUIDAnnotion])...)
 }
 
 // intersectOrSet is b when a is empty, else the ids in both; an empty
@@ -198,7 +200,7 @@ func fitTopology(word string, cards []devices.Card, used []devices.Usage, req *d
 		}
 		for ci := range cards {
 			c := &cards[ci]
-			if c.Index < 0 || c.Index >= 8 || !c.Healthy || c.Cordoned || !uuidWanted(c.UUID, &req.Preferences) || !fits(c, u[ci], r) {
+			if c.Index < 0 || c.Index >= 8 || !c.Healthy || c.Cordoned || !req.Preferences.WantsUUID(c.UUID) || !fits(c, u[ci], r) {
 				continue
 			}
 			if free[c.Index] < 0 {
@@ -225,13 +227,6 @@ func fitTopology(word string, cards []devices.Card, used []devices.Usage, req *d
 		}
 	}
 	return a, nil
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, id) {
-		return false
-	}
-	return !slices.Contains(p.AvoidUUIDs, id)
 }
 
 // Interconnections of the 8-card board (HAMi's config.go).

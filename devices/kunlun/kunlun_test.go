@@ -2,6 +2,7 @@ package kunlun
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"strings"
@@ -218,9 +219,7 @@ func TestAssignmentGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, val := range extras {
-		got[k] = val
-	}
+	maps.Copy(got, extras)
 	want := map[string]string{
 		"hami.io/kunlun-allocated": ";node1-kunlun-0,kunlun,98304,100:node1-kunlun-1,kunlun,98304,100:;",
 		"BAIDU_COM_DEVICE_IDX":     "0,1",

@@ -1,6 +1,7 @@
 package kunlun
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,14 +74,10 @@ func NewVXPU(cfg devices.Config) (*VXPUVendor, error) {
 	if _, err := New(shared); err != nil || shared.ResourceCountName != "" {
 		return nil, fmt.Errorf("vendor %s: set the vXPU resources in the kunlun section (resourceVCountName, resourceVMemoryName)", cfg.Name)
 	}
-	count, mem := vc.ResourceVCountName, vc.ResourceVMemoryName
-	if count == "" {
-		count = DefaultVXPUCountName
-	}
-	if mem == "" {
-		mem = DefaultVXPUMemoryName
-	}
-	return &VXPUVendor{names: devices.ResourceNames{Count: corev1.ResourceName(count), Memory: corev1.ResourceName(mem)}}, nil
+	return &VXPUVendor{names: devices.ResourceNames{
+		Count:  corev1.ResourceName(cmp.Or(vc.ResourceVCountName, DefaultVXPUCountName)),
+		Memory: corev1.ResourceName(cmp.Or(vc.ResourceVMemoryName, DefaultVXPUMemoryName)),
+	}}, nil
 }
 
 // Name implements devices.Vendor.
@@ -136,17 +133,10 @@ func (v *VXPUVendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 		return devices.PodRequest{}, err
 	}
 	a := pod.Annotations
-	req.Preferences = devices.Preferences{
-		UseUUIDs:   devices.SplitList(a[UseUUIDAnnotation]),
-		AvoidUUIDs: devices.SplitList(a[AvoidUUIDAnnotation]),
-	}
-	if use := devices.SplitList(a[BaiduUseUUIDAnnotation]); len(use) > 0 {
-		req.Preferences.UseUUIDs = intersectOrSet(req.Preferences.UseUUIDs, use)
-	}
-	req.Preferences.AvoidUUIDs = append(req.Preferences.AvoidUUIDs, devices.SplitList(a[BaiduNoUseUUIDAnnotion])...)
-	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
+	if req.Preferences, err = devices.UUIDPreferences(a, UseUUIDAnnotation, AvoidUUIDAnnotation); err != nil {
 		return devices.PodRequest{}, err
 	}
+	addBaiduUUIDs(&req.Preferences, a)
 	return req, nil
 }
 

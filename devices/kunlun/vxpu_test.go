@@ -90,6 +90,42 @@ func TestVXPUParsePod(t *testing.T) {
 	}
 }
 
+// TestVXPUParsePodPreferences: both uuid selector pairs and the card
+// policy reach the vXPU request's preferences.
+func TestVXPUParsePodPreferences(t *testing.T) {
+	v := mustVXPU(t)
+	ctr := vlimits(DefaultVXPUCountName, "1")
+	for _, tt := range []struct {
+		name    string
+		ann     map[string]string
+		want    devices.Preferences
+		wantErr bool
+	}{
+		{name: "none", ann: nil, want: devices.Preferences{}},
+		{
+			name: "both pairs and the policy",
+			ann: map[string]string{
+				UseUUIDAnnotation: "xpu-1,xpu-2", BaiduUseUUIDAnnotation: "xpu-2,xpu-3",
+				AvoidUUIDAnnotation: "xpu-4", BaiduNoUseUUIDAnnotion: "xpu-5",
+				devices.CardPolicyAnnotation: "binpack,mutex",
+			},
+			want: devices.Preferences{UseUUIDs: []string{"xpu-2"}, AvoidUUIDs: []string{"xpu-4", "xpu-5"}, Policy: devices.CardBinpack, Exclusive: true},
+		},
+		{name: "use lists that share no card", ann: map[string]string{UseUUIDAnnotation: "xpu-1", BaiduUseUUIDAnnotation: "xpu-3"}, want: devices.Preferences{UseUUIDs: []string{""}}},
+		{name: "an unknown policy", ann: map[string]string{devices.CardPolicyAnnotation: "packed"}, wantErr: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := v.ParsePod(pod(tt.ann, ctr))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("ParsePod() error = %v, want error %v", err, tt.wantErr)
+			}
+			if err == nil && !reflect.DeepEqual(got.Preferences, tt.want) {
+				t.Errorf("Preferences = %+v, want %+v", got.Preferences, tt.want)
+			}
+		})
+	}
+}
+
 // TestVXPUFit: one row per FitVXPU rule; each fails if its rule is removed.
 func TestVXPUFit(t *testing.T) {
 	v := mustVXPU(t)

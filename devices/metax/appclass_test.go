@@ -1,6 +1,7 @@
 package metax
 
 import (
+	"maps"
 	"reflect"
 	"testing"
 	"time"
@@ -319,9 +320,7 @@ func TestSGPUHAMiExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for k, val := range extras {
-			got[k] = val
-		}
+		maps.Copy(got, extras)
 		return got
 	}
 	hold := func(a devices.Assignment) { devices.ApplyGrants(cards, used, a, 0, true) }

@@ -4,6 +4,7 @@
 package metax
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -56,7 +57,7 @@ func NewGPU(cfg devices.Config) (*GPUVendor, error) {
 	if !isZero(shared) {
 		return nil, fmt.Errorf("vendor %s: a whole MetaX GPU has only a count resource (resourceCountName)", cfg.Name)
 	}
-	return &GPUVendor{names: devices.ResourceNames{Count: orDefault(cfg.ResourceCountName, DefaultGPUCountName)}}, nil
+	return &GPUVendor{names: devices.ResourceNames{Count: corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultGPUCountName))}}, nil
 }
 
 func isZero(c devices.Config) bool {
@@ -64,13 +65,6 @@ func isZero(c devices.Config) bool {
 		c.ResourceCoresName == "" && c.ResourcePriorityName == "" && c.DefaultMemoryMiB == 0 && c.DefaultCores == 0 &&
 		c.DefaultCount == nil && c.MemoryFactor == 0 && c.RuntimeClassName == "" && !c.OverwriteEnv && c.CorePolicy == "" &&
 		len(c.MIGProfiles) == 0 && c.NodeDefaults == (devices.NodeDefaults{}) && c.Vendor == nil
-}
-
-func orDefault(name, def string) corev1.ResourceName {
-	if name == "" {
-		return corev1.ResourceName(def)
-	}
-	return corev1.ResourceName(name)
 }
 
 // Name implements devices.Vendor.

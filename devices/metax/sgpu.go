@@ -1,6 +1,7 @@
 package metax
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -136,9 +137,9 @@ func NewSGPU(cfg devices.Config) (*SGPUVendor, error) {
 	}
 	return &SGPUVendor{
 		names: devices.ResourceNames{
-			Count:  orDefault(sc.ResourceVCountName, DefaultSGPUCountName),
-			Memory: orDefault(sc.ResourceVMemoryName, DefaultSGPUMemoryName),
-			Cores:  orDefault(sc.ResourceVCoreName, DefaultSGPUCoresName),
+			Count:  corev1.ResourceName(cmp.Or(sc.ResourceVCountName, DefaultSGPUCountName)),
+			Memory: corev1.ResourceName(cmp.Or(sc.ResourceVMemoryName, DefaultSGPUMemoryName)),
+			Cores:  corev1.ResourceName(cmp.Or(sc.ResourceVCoreName, DefaultSGPUCoresName)),
 		},
 		topologyAware: sc.TopologyAware,
 		pending:       map[string]string{},
@@ -260,14 +261,10 @@ func (v *SGPUVendor) ParsePod(pod *corev1.Pod) (devices.PodRequest, error) {
 	if ok && class != Online && class != Offline {
 		return devices.PodRequest{}, fmt.Errorf("annotation %s=%q: must be one of %s, %s", AppClassAnnotation, class, Online, Offline)
 	}
-	req.Preferences = devices.Preferences{
-		UseUUIDs:   devices.SplitList(a[SGPUUseUUIDAnnotation]),
-		AvoidUUIDs: devices.SplitList(a[SGPUAvoidUUIDAnnotation]),
-		Mode:       podMode(class, a[QoSPolicyAnnotation]),
-	}
-	if err := devices.ApplyGPUSchedulerPolicy(&req.Preferences, a[devices.CardPolicyAnnotation]); err != nil {
+	if req.Preferences, err = devices.UUIDPreferences(a, SGPUUseUUIDAnnotation, SGPUAvoidUUIDAnnotation); err != nil {
 		return devices.PodRequest{}, err
 	}
+	req.Preferences.Mode = podMode(class, a[QoSPolicyAnnotation])
 	return req, nil
 }
 

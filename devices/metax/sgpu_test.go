@@ -2,6 +2,7 @@ package metax
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strings"
 	"testing"
@@ -190,9 +191,7 @@ func TestSGPUFit(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			v := mustSGPU(t, SGPUConfig{})
-			for k, val := range tt.pending {
-				v.pending[k] = val
-			}
+			maps.Copy(v.pending, tt.pending)
 			req, err := v.ParsePod(pod(tt.ann, tt.ctr))
 			if err != nil {
 				t.Fatal(err)
@@ -269,9 +268,7 @@ func TestSGPUAssignmentGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, val := range extras {
-		got[k] = val
-	}
+	maps.Copy(got, extras)
 	want := map[string]string{
 		"hami.io/metax-sgpu-devices-to-allocate": ";GPU-36be,Metax-SGPU,4096,60:;",
 		"hami.io/metax-sgpu-devices-allocated":   ";GPU-36be,Metax-SGPU,4096,60:;",

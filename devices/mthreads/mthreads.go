@@ -4,6 +4,7 @@
 package mthreads
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -86,17 +87,10 @@ func New(cfg devices.Config) (*Vendor, error) {
 		return nil, fmt.Errorf("vendor %s: Moore Threads takes only resourceCountName, resourceMemoryName and resourceCoresName", cfg.Name)
 	}
 	return &Vendor{names: devices.ResourceNames{
-		Count:  orDefault(cfg.ResourceCountName, DefaultCountName),
-		Memory: orDefault(cfg.ResourceMemoryName, DefaultMemoryName),
-		Cores:  orDefault(cfg.ResourceCoresName, DefaultCoresName),
+		Count:  corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName)),
+		Memory: corev1.ResourceName(cmp.Or(cfg.ResourceMemoryName, DefaultMemoryName)),
+		Cores:  corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
 	}}, nil
-}
-
-func orDefault(name, def string) corev1.ResourceName {
-	if name == "" {
-		return corev1.ResourceName(def)
-	}
-	return corev1.ResourceName(name)
 }
 
 // Name implements devices.Vendor.

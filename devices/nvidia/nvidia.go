@@ -3,6 +3,7 @@
 package nvidia
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -93,11 +94,11 @@ func New(cfg devices.Config) (*Vendor, error) {
 	}
 	v := &Vendor{
 		names: devices.ResourceNames{
-			Count:            orDefault(cfg.ResourceCountName, DefaultCountName),
-			Memory:           orDefault(cfg.ResourceMemoryName, DefaultMemoryName),
-			MemoryPercentage: orDefault(cfg.ResourceMemoryPercentageName, DefaultMemoryPercentageName),
-			Cores:            orDefault(cfg.ResourceCoresName, DefaultCoresName),
-			Priority:         orDefault(cfg.ResourcePriorityName, DefaultPriorityName),
+			Count:            corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName)),
+			Memory:           corev1.ResourceName(cmp.Or(cfg.ResourceMemoryName, DefaultMemoryName)),
+			MemoryPercentage: corev1.ResourceName(cmp.Or(cfg.ResourceMemoryPercentageName, DefaultMemoryPercentageName)),
+			Cores:            corev1.ResourceName(cmp.Or(cfg.ResourceCoresName, DefaultCoresName)),
+			Priority:         corev1.ResourceName(cmp.Or(cfg.ResourcePriorityName, DefaultPriorityName)),
 		},
 		defaultMemory: cfg.DefaultMemoryMiB,
 		defaultCores:  cfg.DefaultCores,
@@ -108,13 +109,6 @@ func New(cfg devices.Config) (*Vendor, error) {
 		corePolicy:    cfg.CorePolicy,
 	}
 	return v, nil
-}
-
-func orDefault(name, def string) corev1.ResourceName {
-	if name == "" {
-		return corev1.ResourceName(def)
-	}
-	return corev1.ResourceName(name)
 }
 
 // Name implements devices.Vendor.
@@ -324,10 +318,10 @@ func quantity(c *corev1.Container, name corev1.ResourceName) (int32, bool, error
 // Invalid scoring weights make the pod fit no node (Preferences.Invalid).
 func parsePreferences(annotations map[string]string) devices.Preferences {
 	p := devices.Preferences{
-		UseModels:   upperList(annotations[UseModelAnnotation]),
-		AvoidModels: upperList(annotations[AvoidModelAnnotation]),
-		UseUUIDs:    trimmedList(annotations[UseUUIDAnnotation]),
-		AvoidUUIDs:  trimmedList(annotations[AvoidUUIDAnnotation]),
+		UseModels:   devices.SplitUpperList(annotations[UseModelAnnotation]),
+		AvoidModels: devices.SplitUpperList(annotations[AvoidModelAnnotation]),
+		UseUUIDs:    devices.SplitList(annotations[UseUUIDAnnotation]),
+		AvoidUUIDs:  devices.SplitList(annotations[AvoidUUIDAnnotation]),
 		Mode:        strings.TrimSpace(annotations[ModeAnnotation]),
 	}
 	if s, ok := annotations[NUMABindAnnotation]; ok {
@@ -341,7 +335,7 @@ func parsePreferences(annotations map[string]string) devices.Preferences {
 			// would take the scheduler's default instead.
 			p.Policy = devices.CardSpread
 		}
-		for _, item := range trimmedList(policy) {
+		for _, item := range devices.SplitList(policy) {
 			if item == string(devices.CardMutex) {
 				p.Exclusive = true
 			}
@@ -355,24 +349,6 @@ func parsePreferences(annotations map[string]string) devices.Preferences {
 		p.Weights = w
 	}
 	return p
-}
-
-func trimmedList(s string) []string {
-	var out []string
-	for item := range strings.SplitSeq(s, ",") {
-		if item = strings.TrimSpace(item); item != "" {
-			out = append(out, item)
-		}
-	}
-	return out
-}
-
-func upperList(s string) []string {
-	out := trimmedList(s)
-	for i := range out {
-		out[i] = strings.ToUpper(out[i])
-	}
-	return out
 }
 
 // Default implements devices.Vendor with HAMi's admission rules

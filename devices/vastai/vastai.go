@@ -4,6 +4,7 @@
 package vastai
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -55,11 +56,7 @@ func New(cfg devices.Config) (*Vendor, error) {
 	if !cfg.OnlyRenames(0) {
 		return nil, fmt.Errorf("vendor %s: Vastai takes only resourceCountName", cfg.Name)
 	}
-	name := cfg.ResourceCountName
-	if name == "" {
-		name = DefaultCountName
-	}
-	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(name)}}, nil
+	return &Vendor{names: devices.ResourceNames{Count: corev1.ResourceName(cmp.Or(cfg.ResourceCountName, DefaultCountName))}}, nil
 }
 
 // Name implements devices.Vendor.
@@ -176,7 +173,7 @@ func (v *Vendor) Fit(cards []devices.Card, used []devices.Usage, req *devices.Po
 	inits := req.Inits
 	opts := devices.FitOptions{Check: func(ci int, c *devices.Card, u devices.Usage, _ devices.Request, placed devices.Assignment) (devices.Grant, devices.Refusal, bool) {
 		switch {
-		case !uuidWanted(c.UUID, p):
+		case !p.WantsUUID(c.UUID):
 			return devices.Grant{}, devices.RefuseUUID, false
 		case u.Sharers >= c.Split:
 			return devices.Grant{}, devices.RefuseShares, false
@@ -268,13 +265,6 @@ func (v *Vendor) ScoreAssignment(cards []devices.Card, a devices.Assignment) flo
 		score += float64(best) / float64(len(ctr))
 	}
 	return score
-}
-
-func uuidWanted(id string, p *devices.Preferences) bool {
-	if len(p.UseUUIDs) > 0 && !slices.Contains(p.UseUUIDs, id) {
-		return false
-	}
-	return !slices.Contains(p.AvoidUUIDs, id)
 }
 
 // Default implements devices.Vendor: detection only (count in limits).

@@ -42,7 +42,7 @@ func mustNew(t testing.TB) *Vendor {
 // dies registers n dies, two per AIC.
 func dies(n int) string {
 	var parts []string
-	for i := 0; i < n; i++ {
+	for i := range n {
 		parts = append(parts, fmt.Sprintf(`{"id":"va-%d-%d","index":%d,"count":1,"devmem":16384,"type":"Vastai","health":true,"custominfo":{"DeviceStrategy":"die","AIC":"%d"}}`, i/2, i%2, i, i/2))
 	}
 	return "[" + strings.Join(parts, ",") + "]"

@@ -1,5 +1,5 @@
 // Command plots draws the end-to-end benchmark's figures files (JSON,
-// internal/benchfigures: what make bench-e2e writes, or a transcription
+// test/util/benchfigures: what make bench-e2e writes, or a transcription
 // of a published table) as SVG charts: for each DATA/NAME.json, the
 // charts its figures support as OUT/NAME-KIND.svg. make plots runs it on
 // docs/plots/data.
@@ -13,8 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/benchfigures"
-	"github.com/hami-scheduler/hami-scheduler/internal/plots"
+	"github.com/hami-scheduler/hami-scheduler/hack/plots/charts"
+	"github.com/hami-scheduler/hami-scheduler/test/util/benchfigures"
 )
 
 func main() {
@@ -61,18 +61,18 @@ func renderFile(file, outDir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	charts, err := plots.Charts(f)
+	drawn, err := charts.Charts(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	if len(charts) == 0 {
+	if len(drawn) == 0 {
 		return nil, fmt.Errorf("%s: no chart: the figures have one cluster size and one arrival rate per setting", file)
 	}
 	base := strings.TrimSuffix(filepath.Base(file), ".json")
 	var written []string
-	for _, c := range charts {
+	for _, c := range drawn {
 		var buf bytes.Buffer
-		if err := plots.WriteSVG(&buf, c); err != nil {
+		if err := charts.WriteSVG(&buf, c); err != nil {
 			return written, fmt.Errorf("%s: %s: %w", file, c.Name, err)
 		}
 		path := filepath.Join(outDir, base+"-"+c.Name+".svg")

@@ -13,15 +13,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/benchfigures"
-	"github.com/hami-scheduler/hami-scheduler/internal/plots"
+	"github.com/hami-scheduler/hami-scheduler/hack/plots/charts"
+	"github.com/hami-scheduler/hami-scheduler/test/util/benchfigures"
 )
 
 // The committed figures and charts, relative to this package.
 const (
-	dataDir    = "../../docs/plots/data"
-	chartsDir  = "../../docs/plots"
-	benchmarks = "../../docs/benchmarks.md"
+	dataDir   = "../../docs/plots/data"
+	chartsDir = "../../docs/plots"
+	// repoRoot is where a figures file's source names its Markdown from.
+	repoRoot = "../.."
 )
 
 // TestCommittedChartsAreCurrent: docs/plots holds exactly the charts make
@@ -76,18 +77,18 @@ func TestCommittedChartsRender(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		charts, err := plots.Charts(f)
+		drawn, err := charts.Charts(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		base := strings.TrimSuffix(filepath.Base(file), ".json")
-		for _, c := range charts {
+		for _, c := range drawn {
 			path := filepath.Join(chartsDir, base+"-"+c.Name+".svg")
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := plots.Inspect(bytes.NewReader(data))
+			got, err := charts.Inspect(bytes.NewReader(data))
 			if err != nil {
 				t.Fatalf("%s: %v", path, err)
 			}
@@ -106,19 +107,15 @@ func TestCommittedChartsRender(t *testing.T) {
 	}
 }
 
-// TestTranscribedFigures: a figures file transcribed from a table of
-// docs/benchmarks.md (its source names the table's heading) holds that
-// table's figures, row for row.
+// TestTranscribedFigures: a figures file transcribed from a table of a
+// dated run under docs/benchmarks/ (its source names the page and the
+// table's heading) holds that table's figures, row for row.
 func TestTranscribedFigures(t *testing.T) {
-	doc, err := os.ReadFile(benchmarks)
-	if err != nil {
-		t.Fatal(err)
-	}
 	files, err := filepath.Glob(filepath.Join(dataDir, "*.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	heading := regexp.MustCompile(`^transcribed from docs/benchmarks\.md, the table of "([^"]+)"`)
+	heading := regexp.MustCompile(`^transcribed from (docs/[^,]+\.md), the table of "([^"]+)"`)
 	transcribed := 0
 	for _, file := range files {
 		f, err := benchfigures.Read(file)
@@ -130,7 +127,11 @@ func TestTranscribedFigures(t *testing.T) {
 			continue
 		}
 		transcribed++
-		rows, err := tableRows(string(doc), m[1])
+		doc, err := os.ReadFile(filepath.Join(repoRoot, m[1]))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		rows, err := tableRows(string(doc), m[2])
 		if err != nil {
 			t.Fatalf("%s: %v", file, err)
 		}
@@ -151,14 +152,14 @@ func TestTranscribedFigures(t *testing.T) {
 // tableRow is a row of figures: its first cell is a number.
 var tableRow = regexp.MustCompile(`^\| \d`)
 
-// tableRows are the rows of the table under heading (the cells of each
-// row that starts with a number).
+// tableRows are the rows of the table under heading, of any level (the
+// cells of each row that starts with a number).
 func tableRows(doc, heading string) ([][]string, error) {
-	_, section, ok := strings.Cut(doc, "### "+heading+"\n")
-	if !ok {
+	at := regexp.MustCompile(`(?m)^#{1,6} ` + regexp.QuoteMeta(heading) + `\n`).FindStringIndex(doc)
+	if at == nil {
 		return nil, os.ErrNotExist
 	}
-	section, _, _ = strings.Cut(section, "\n#")
+	section, _, _ := strings.Cut(doc[at[1]:], "\n#")
 	var rows [][]string
 	for line := range strings.SplitSeq(section, "\n") {
 		if !tableRow.MatchString(line) {

@@ -1,5 +1,5 @@
 // Command render-manifests writes the kustomize tree manifests/ from the Helm
-// chart manifests/charts/hami-scheduler (see internal/manifestgen). Run it
+// chart manifests/charts/hami-scheduler (see hack/manifestgen). Run it
 // from the repository root: make manifests.
 package main
 
@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
+	"github.com/hami-scheduler/hami-scheduler/hack/manifestgen"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // nvidiaOnly are the scheduler's built-in vendors: NVIDIA alone.

@@ -1,6 +1,7 @@
 package allocation
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
@@ -167,10 +168,7 @@ func (rd *reader) unpublished(c *resourceapi.ResourceClaim, pod string, r *resou
 	if !rd.nodes[node] || rd.draUnreadable[driverOnNode{r.Driver, node}] {
 		return
 	}
-	name := pod
-	if name == "" {
-		name = c.Name
-	}
+	name := cmp.Or(pod, c.Name)
 	problem := fmt.Sprintf("ResourceClaim %s holds device %s/%s/%s, which node %s does not publish", c.Name, r.Driver, r.Pool, r.Device, node)
 	rd.r.PodProblems = append(rd.r.PodProblems, fmt.Sprintf("pod %s/%s: %s", c.Namespace, name, problem))
 	rd.r.PodIssues = append(rd.r.PodIssues, PodIssue{Namespace: c.Namespace, Pod: name, Node: node, Problem: problem})

@@ -1,6 +1,7 @@
 package allocation
 
 import (
+	"cmp"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,10 +116,7 @@ func handedOver(p *corev1.Pod) bool {
 // read: its reservation, or its own annotation once it was handed over.
 func (rd *reader) readMember(vendors []devices.Vendor, g *WaitingGang, m *devices.GangReservation, p *corev1.Pod) {
 	if handedOver(p) {
-		node := p.Annotations[devices.AssignedNode]
-		if node == "" {
-			node = m.Node
-		}
+		node := cmp.Or(p.Annotations[devices.AssignedNode], m.Node)
 		if rd.nodes[node] {
 			h := holding{pod: p, node: node}
 			rd.hold(vendors, h, rd.assignments(vendors, h, p.Annotations))

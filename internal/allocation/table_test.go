@@ -13,7 +13,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/dra"
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 func TestWriteTable(t *testing.T) {

@@ -2,7 +2,7 @@ package allocation
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -33,6 +33,6 @@ func Unscheduled(vendors []devices.Vendor, pods []corev1.Pod) []string {
 		out = append(out, fmt.Sprintf("%s/%s asks for devices but names %s, which does not assign them, and %s: it was created before the webhook was ready, or in a namespace the webhook does not see; recreate it",
 			p.Namespace, p.Name, corev1.DefaultSchedulerName, state))
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }

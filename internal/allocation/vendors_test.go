@@ -12,7 +12,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/hygon"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // cardRef names a card by node, vendor and index.

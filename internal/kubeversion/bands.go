@@ -17,6 +17,7 @@ package kubeversion
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -98,8 +99,7 @@ func BandFor(m int) (Band, bool) {
 // "1.31 to 1.38", ranges that touch or overlap merged.
 func Supported() string {
 	var ranges [][2]int
-	for i := len(Bands) - 1; i >= 0; i-- {
-		b := Bands[i]
+	for _, b := range slices.Backward(Bands) {
 		if n := len(ranges); n > 0 && b.Oldest() <= ranges[n-1][1]+1 {
 			ranges[n-1][1] = max(ranges[n-1][1], b.Newest())
 			continue

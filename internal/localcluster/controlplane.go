@@ -1,9 +1,10 @@
-// Package localcluster is an in-process Kubernetes control plane for the e2e
-// tests, the throughput benchmark and hami-local: embedded etcd, a real
-// kube-apiserver (k8s.io/kubernetes/cmd/kube-apiserver/app/testing), and
-// on top of it hami-scheduler's profiles, and optionally the deployment and
+// Package localcluster is an in-process Kubernetes control plane for the
+// e2e tests, the throughput benchmark and hami-local: embedded etcd, a real
+// kube-apiserver (k8s.io/kubernetes/cmd/kube-apiserver/app/testing), and on
+// top of it hami-scheduler's profiles, and optionally the deployment and
 // replicaset controllers. Nothing is downloaded; no kubelet or
-// controller-manager runs (see internal/simnode for simulated nodes).
+// controller-manager runs (see internal/localcluster/simnode for simulated
+// nodes).
 package localcluster
 
 import (

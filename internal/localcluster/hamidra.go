@@ -24,7 +24,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/hamidra"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/hamidra"
 )
 
 // HAMi-DRA's chart, release hami-dra: its webhook configurations' names
@@ -46,9 +46,9 @@ type HAMiDRAWebhookOptions struct {
 	Config hamidra.Config
 }
 
-// HAMiDRAWebhook is the model of HAMi-DRA's webhook (internal/hamidra)
-// running in this process on 127.0.0.1, registered with the apiserver as
-// HAMi-DRA's chart registers it.
+// HAMiDRAWebhook is the model of HAMi-DRA's webhook
+// (internal/localcluster/hamidra) running in this process on 127.0.0.1,
+// registered with the apiserver as HAMi-DRA's chart registers it.
 type HAMiDRAWebhook struct {
 	// URL is where the apiserver calls it (/mutate and /validate).
 	URL string

@@ -6,6 +6,7 @@
 package switchover
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"time"
@@ -57,30 +58,14 @@ type Options struct {
 
 // withDefaults fills the unset fields.
 func (o Options) withDefaults() Options {
-	if o.HAMiRelease == "" {
-		o.HAMiRelease = DefaultHAMiRelease
-	}
-	if o.Namespace == "" {
-		o.Namespace = DefaultNamespace
-	}
-	if o.Deployment == "" {
-		o.Deployment = DefaultDeployment
-	}
-	if o.Replicas == 0 {
-		o.Replicas = DefaultReplicas
-	}
-	if o.ProbeNamespace == "" {
-		o.ProbeNamespace = DefaultProbeNamespace
-	}
-	if o.ProbeResource == "" {
-		o.ProbeResource = DefaultProbeResource
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.Interval == 0 {
-		o.Interval = DefaultInterval
-	}
+	o.HAMiRelease = cmp.Or(o.HAMiRelease, DefaultHAMiRelease)
+	o.Namespace = cmp.Or(o.Namespace, DefaultNamespace)
+	o.Deployment = cmp.Or(o.Deployment, DefaultDeployment)
+	o.Replicas = cmp.Or(o.Replicas, DefaultReplicas)
+	o.ProbeNamespace = cmp.Or(o.ProbeNamespace, DefaultProbeNamespace)
+	o.ProbeResource = cmp.Or(o.ProbeResource, DefaultProbeResource)
+	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
+	o.Interval = cmp.Or(o.Interval, DefaultInterval)
 	if o.Out == nil {
 		o.Out = io.Discard
 	}

@@ -1,6 +1,7 @@
 package switchover
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -64,10 +65,7 @@ func switchSteps(client kubernetes.Interface, o Options, s *state) []step {
 		steps = append(steps, stopStep(client, o, h.scheduler, "HAMi's scheduler, and its webhook server"))
 	}
 	if hamiRunning || replicas(ours) == 0 {
-		n := replicas(ours)
-		if n == 0 {
-			n = o.Replicas
-		}
+		n := cmp.Or(replicas(ours), o.Replicas)
 		steps = append(steps, startStep(client, o, ours, n, "hami-scheduler"))
 	}
 	return steps

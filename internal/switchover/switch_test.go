@@ -112,7 +112,7 @@ func TestSwitch(t *testing.T) {
 func checkSteps(t *testing.T, report string, words []string) {
 	t.Helper()
 	var steps []string
-	for _, line := range strings.Split(report, "\n") {
+	for line := range strings.SplitSeq(report, "\n") {
 		if l := strings.TrimSpace(line); len(l) > 2 && l[0] >= '1' && l[0] <= '9' && strings.Contains(l[:3], ". ") {
 			steps = append(steps, l)
 		}

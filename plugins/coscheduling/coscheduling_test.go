@@ -15,7 +15,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/apis/scheduling/v1alpha1"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // nodes builds simulated GPU nodes from a simnode spec.

@@ -1,7 +1,11 @@
 // Package nodelock takes and releases HAMi's per-node lock, the
 // hami.io/mutex.lock node annotation "RFC3339-time,namespace,pod". The
 // scheduler takes it before it hands a pod to a node; the device plugin
-// releases it once its Allocate has served the pod.
+// releases it once its Allocate has served the pod. It also takes and
+// releases the node locks of vendors that have one of their own
+// (vendor.go: Cambricon's cambricon.com/dsmlu.lock), and indexes the locks
+// by the pod each names, to release those a killed scheduler process left
+// behind (holders.go).
 package nodelock
 
 import (

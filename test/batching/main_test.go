@@ -9,18 +9,16 @@ package batching
 
 import (
 	"os"
-	"strconv"
 	"testing"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
+	"github.com/hami-scheduler/hami-scheduler/test/util/suite"
 )
 
 // logFile receives the control planes' and schedulers' logs.
 var logFile *os.File
 
 func TestMain(m *testing.M) {
-	verbosity, _ := strconv.Atoi(os.Getenv("E2E_VERBOSITY"))
-	os.Exit(localcluster.RunLogged("hami-batching", max(verbosity, 2), "control plane and scheduler logs", func(f *os.File) int {
+	os.Exit(suite.RunLogged("hami-batching", "control plane and scheduler logs", func(f *os.File) int {
 		logFile = f
 		return m.Run()
 	}))

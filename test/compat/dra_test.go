@@ -14,7 +14,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/dra"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // draServed reports whether the API server serves resource.k8s.io/v1

@@ -16,7 +16,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // groupLabel ties a test's pods to its nodes.

@@ -1,11 +1,11 @@
-// Package compat runs hami-scheduler, as a binary started the way the
-// chart rendered for the API server starts it, against a kube-apiserver of a chosen
-// Kubernetes release running as its own process with RBAC enforced
+// Package compat runs hami-scheduler, as a binary started the way the chart
+// rendered for the API server starts it, against a kube-apiserver of a
+// chosen Kubernetes release running as its own process with RBAC enforced
 // (internal/localcluster StartExternal), with HAMi's faithful node side
-// (internal/simnode) and the webhook registered from the shipped YAML.
-// `make test-compat` builds the API servers and the scheduler builds and
-// runs this package once per minor; `make test` skips it (it needs the
-// binaries).
+// (internal/localcluster/simnode) and the webhook registered from the
+// shipped YAML. `make test-compat` builds the API servers and the scheduler
+// builds and runs this package once per minor; `make test` skips it (it
+// needs the binaries).
 //
 // Flags: -kube-apiserver (the API server binary) and -bin (the directory
 // of the scheduler builds, make build's bin/). The suite runs the build
@@ -32,10 +32,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/hami-scheduler/hami-scheduler/hack/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/internal/kubeversion"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 var (

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 

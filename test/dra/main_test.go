@@ -10,14 +10,12 @@
 package dra
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"strconv"
 	"testing"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
+	"github.com/hami-scheduler/hami-scheduler/test/util/suite"
 )
 
 var (
@@ -27,52 +25,17 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	verbosity, _ := strconv.Atoi(os.Getenv("E2E_VERBOSITY"))
-	return localcluster.RunLogged("hami-dra", max(verbosity, 2), "control plane and scheduler logs", func(logFile *os.File) int {
-		ctx := context.Background()
-		cp, err := localcluster.Start(localcluster.Options{Log: logFile})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "start control plane:", err)
-			return 1
-		}
-		controlPlane = cp
-		defer cp.Stop()
+	os.Exit(suite.Run(m, suite.Options{
+		Name: "hami-dra",
+		What: "control plane and scheduler logs",
 		// The faithful node side; a node switched back to the device
 		// plugin has its driver's slices wiped at once, not after the
 		// kubelet's 30 s.
-		agent, err = simnode.NewAgent(cp.Config, simnode.Options{Workers: 8, DRAWipingDelay: -1})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "node agent:", err)
-			return 1
-		}
-		if err := agent.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "start node agent:", err)
-			return 1
-		}
-		defer agent.Stop()
+		Agent: simnode.Options{Workers: 8, DRAWipingDelay: -1},
 		// The resource claim controller releases and deallocates the
 		// claims of pods that are gone.
-		controllers, err := localcluster.StartControllers(ctx, cp.Config)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "start controllers:", err)
-			return 1
-		}
-		defer controllers.Stop()
+		Controllers: true,
 		// scheduler-plugins' PodGroups, for gangs on DRA nodes.
-		if err := localcluster.InstallPodGroupCRD(ctx, cp.Config); err != nil {
-			fmt.Fprintln(os.Stderr, "install PodGroup CRD:", err)
-			return 1
-		}
-		sched, err = localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "start scheduler:", err)
-			return 1
-		}
-		defer sched.Stop()
-		return m.Run()
-	})
+		PodGroupCRD: true,
+	}, suite.Vars{ControlPlane: &controlPlane, Agent: &agent, Scheduler: &sched}))
 }

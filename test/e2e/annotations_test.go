@@ -11,7 +11,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // A fractional pod lands on the node's card and carries exactly the

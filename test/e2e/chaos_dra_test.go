@@ -19,7 +19,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/dra"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // chaosDRASplit is how many containers may share one DRA card: HAMi's

@@ -9,7 +9,7 @@ import (
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // chartDeviceConfig is HAMi v2.10's chart-default device-config.yaml.

@@ -16,7 +16,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // The shipped ValidatingAdmissionPolicy keeps a tenant, even one whose RBAC

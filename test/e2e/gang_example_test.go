@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
+	"github.com/hami-scheduler/hami-scheduler/hack/manifestgen"
 )
 
 // examples/gangs/podgroup.yaml, as a user applies it: the gang's three

@@ -11,7 +11,7 @@ import (
 
 	hamiv1 "github.com/hami-scheduler/hami-scheduler/apis/config/v1"
 	"github.com/hami-scheduler/hami-scheduler/devices"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 	"github.com/hami-scheduler/hami-scheduler/plugins/nodelock"
 )
 

@@ -19,7 +19,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // An init container and a main container that each want a whole card fit

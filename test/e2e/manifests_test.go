@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	hamiconfig "github.com/hami-scheduler/hami-scheduler/apis/config"
-	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
+	"github.com/hami-scheduler/hami-scheduler/hack/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
@@ -182,7 +182,7 @@ func TestChartApplyDryRun(t *testing.T) {
 				t.Errorf("plugin args %+v", a)
 			}
 		}},
-		// HAMi v2.10's value keys (internal/manifestgen's TestHAMiValuesFile
+		// HAMi v2.10's value keys (hack/manifestgen's TestHAMiValuesFile
 		// checks their effects).
 		{name: "HAMi's values", values: hamiUserValues(t), check: func(t *testing.T, objs []*unstructured.Unstructured) {
 			if !slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool {

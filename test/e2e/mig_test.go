@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // TestMigSlices runs pods on a node whose device plugin is in mig mode (an

@@ -25,8 +25,8 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
+	"github.com/hami-scheduler/hami-scheduler/hack/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/internal/switchover"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hami-scheduler/hami-scheduler/hack/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
 )
 
 // The shipped binary runs the check with --hami-kueue-card-fit, as the

@@ -23,7 +23,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/cardfit"
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 const (

@@ -7,15 +7,14 @@
 package kueue
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/hami-scheduler/hami-scheduler/cardfit"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
+	"github.com/hami-scheduler/hami-scheduler/test/util/suite"
 )
 
 var (
@@ -34,57 +33,16 @@ func TestMain(m *testing.M) {
 		skipped = "no Kueue binary: make test builds it (make bin/kueue) and sets " + localcluster.KueueBinaryEnv
 		os.Exit(m.Run())
 	}
-	os.Exit(localcluster.RunLogged("hami-kueue", 2, "control plane, scheduler and Kueue logs", func(logFile *os.File) int {
-		code, err := run(m, logFile)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return code
-	}))
-}
-
-func run(m *testing.M, logFile *os.File) (int, error) {
-	ctx := context.Background()
-	cp, err := localcluster.Start(localcluster.Options{Log: logFile})
-	if err != nil {
-		return 0, fmt.Errorf("start control plane: %w", err)
-	}
-	controlPlane = cp
-	defer cp.Stop()
-	agent, err := simnode.NewAgent(cp.Config, simnode.Options{Workers: 8})
-	if err != nil {
-		return 0, err
-	}
-	if err := agent.Start(ctx); err != nil {
-		return 0, err
-	}
-	defer agent.Stop()
-	controllers, err := localcluster.StartControllers(ctx, cp.Config)
-	if err != nil {
-		return 0, err
-	}
-	defer controllers.Stop()
-	webhook, err := localcluster.StartWebhook(ctx, cp.Config, localcluster.WebhookOptions{})
-	if err != nil {
-		return 0, err
-	}
-	defer webhook.Stop()
-	// The chart's PodGroup CRD, before the scheduler, as helm install
-	// applies it.
-	if err := localcluster.InstallPodGroupCRD(ctx, cp.Config); err != nil {
-		return 0, err
-	}
-	// Kueue first: the check finds its API at once.
-	kueue, err := cp.StartKueue(ctx, localcluster.KueueOptions{Log: logFile})
-	if err != nil {
-		return 0, err
-	}
-	defer kueue.Stop()
-	sched, err = localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{CardFit: &checkOptions})
-	if err != nil {
-		return 0, err
-	}
-	defer func() { sched.Stop() }()
-	return m.Run(), nil
+	os.Exit(suite.Run(m, suite.Options{
+		Name:        "hami-kueue",
+		What:        "control plane, scheduler and Kueue logs",
+		Agent:       simnode.Options{Workers: 8},
+		Controllers: true,
+		Webhook:     &localcluster.WebhookOptions{},
+		// The chart's PodGroup CRD, before the scheduler, as helm install
+		// applies it; then Kueue, so that the check finds its API at once.
+		PodGroupCRD: true,
+		Kueue:       &localcluster.KueueOptions{},
+		Scheduler:   localcluster.SchedulerOptions{CardFit: &checkOptions},
+	}, suite.Vars{ControlPlane: &controlPlane, Scheduler: &sched}))
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // kindLimit bounds the wait for the nodes to run the kinds a phase asks.

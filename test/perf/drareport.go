@@ -8,7 +8,7 @@ import (
 
 // printDRA writes the run's comparisons of the node kinds and routes:
 // each phase on DRA nodes against the same phase on device-plugin nodes
-// alone (docs/benchmarks.md's goal: pods/s within 10%), and each phase
+// alone (docs/benchmarks/dra.md's goal: pods/s within 10%), and each phase
 // taking HAMi-DRA's route against this scheduler's on the same nodes
 // (pods/s, and the cards and nodes the same pods take).
 func printDRA(w io.Writer, r *Result) {

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 )
 
 // hamiDRANamespaceLabel marks the namespaces of phases taking HAMi-DRA's

@@ -5,11 +5,11 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/benchfigures"
+	"github.com/hami-scheduler/hami-scheduler/test/util/benchfigures"
 )
 
 // Figures is the runs' figures in the form make plots draws
-// (internal/benchfigures): one phase per phase of each run.
+// (test/util/benchfigures): one phase per phase of each run.
 func Figures(runs []*Result, title, command, date string) *benchfigures.File {
 	f := &benchfigures.File{
 		Title:   title,

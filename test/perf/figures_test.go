@@ -8,8 +8,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
-	"github.com/hami-scheduler/hami-scheduler/internal/benchfigures"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
+	"github.com/hami-scheduler/hami-scheduler/test/util/benchfigures"
 )
 
 // TestHAMiPhases: a setting's phases are its backlog, then steady

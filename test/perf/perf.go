@@ -1,11 +1,11 @@
-// Package perf measures hami-scheduler end to end on the in-process
-// control plane (internal/localcluster) with simulated GPU nodes whose
-// device plugin and kubelet are played by internal/simnode: how fast pods
-// get to Running, how long each takes, what the scheduler and the nodes ask
-// of the API server per pod, and how tightly the pods are packed. HAMi's
-// fractional pods are placed with each node/card policy, once as a backlog
-// and once arriving at a steady rate; a backlog of plain whole-card pods
-// placed by kube-scheduler's default profile in the same run is the
+// Package perf measures hami-scheduler end to end on the in-process control
+// plane (internal/localcluster) with simulated GPU nodes whose device
+// plugin and kubelet are played by internal/localcluster/simnode: how fast
+// pods get to Running, how long each takes, what the scheduler and the
+// nodes ask of the API server per pod, and how tightly the pods are packed.
+// HAMi's fractional pods are placed with each node/card policy, once as a
+// backlog and once arriving at a steady rate; a backlog of plain whole-card
+// pods placed by kube-scheduler's default profile in the same run is the
 // baseline.
 package perf
 
@@ -44,7 +44,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
 	devicecache "github.com/hami-scheduler/hami-scheduler/plugins/cache"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"

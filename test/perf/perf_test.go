@@ -16,9 +16,9 @@ import (
 	"k8s.io/component-base/version"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/hack/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 
@@ -30,7 +30,7 @@ var (
 	policyFlag = flag.String("policies", "binpack,binpack/q0,spread,binpack/q1", "BenchmarkThroughput: HAMi settings to run: a policy (binpack, spread) setting the node and the card policy, with the shipped queue bounds or, after /qN, nodeQueueLimit N and nodeQueueWait 0 (e.g. binpack/q1; binpack/q0: none, HAMi's order), after /wD nodeQueueWait D, after /bD burstQueueWait D (e.g. binpack/b10s)")
 	arrivals   = flag.String("arrivals", "backlog,steady", "BenchmarkThroughput: HAMi arrivals to run: backlog, steady")
 	rateFlag   = flag.String("rate", "0", "BenchmarkThroughput: steady arrival rates in pods/s, each a phase of its own per setting, separated by commas (e.g. 10,20,30; 0: half the same policy's backlog pods/s)")
-	results    = flag.String("results", "", "BenchmarkThroughput: a file to write the run's figures into as JSON (internal/benchfigures), which make plots draws")
+	results    = flag.String("results", "", "BenchmarkThroughput: a file to write the run's figures into as JSON (test/util/benchfigures), which make plots draws")
 	nodeSide   = flag.String("node-side", "faithful", "BenchmarkThroughput: simulated device plugins and kubelets: faithful (HAMi's client limits, admission delay) or fast")
 	dpQPS      = flag.Float64("device-plugin-qps", simnode.DefaultDevicePluginQPS, "BenchmarkThroughput: QPS of each node's device plugin client (negative: no limit)")
 	dpBurst    = flag.Int("device-plugin-burst", simnode.DefaultDevicePluginBurst, "BenchmarkThroughput: burst of each node's device plugin client")

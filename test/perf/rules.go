@@ -16,7 +16,7 @@ var (
 	hamisOrder     = Setting{Policy: devices.NodeBinpack, SetQueueLimit: true}
 )
 
-// What binpack as shipped keeps to (docs/benchmarks.md, "Bursts"): a
+// What binpack as shipped keeps to (docs/benchmarks/bursts.md): a
 // burst on no more cards and nodes than HAMi's order uses plus
 // packingMargin, Running within boundMargin of its busiest node's pods x
 // that node's hand-over time, its slowest run within runsMargin of its
@@ -126,7 +126,7 @@ func PrintRules(w io.Writer, checks []RuleCheck) bool {
 	if len(checks) == 0 {
 		return true
 	}
-	fmt.Fprintln(w, "Binpack's rules (docs/benchmarks.md, Bursts), on this run's own measured bounds:")
+	fmt.Fprintln(w, "Binpack's rules (docs/benchmarks/bursts.md), on this run's own measured bounds:")
 	all := true
 	for _, c := range checks {
 		verdict := "PASS"

@@ -39,11 +39,12 @@ type Setting struct {
 	// (setNodeKinds); 0: every node a device-plugin node.
 	DRAPercent int
 	// HAMiDRA sends the pods through the model of HAMi-DRA's webhook
-	// (internal/hamidra): each container's nvidia.com/gpu, gpumem and
-	// gpucores become a ResourceClaim at admission, and kube-scheduler's
-	// default profile in the same scheduler process allocates it with its
-	// own DynamicResources. Without it the pods are HAMi's as its webhook
-	// writes them, placed by hami-scheduler's profile.
+	// (internal/localcluster/hamidra): each container's nvidia.com/gpu,
+	// gpumem and gpucores become a ResourceClaim at admission, and
+	// kube-scheduler's default profile in the same scheduler process
+	// allocates it with its own DynamicResources. Without it the pods are
+	// HAMi's as its webhook writes them, placed by hami-scheduler's
+	// profile.
 	HAMiDRA bool
 }
 

@@ -1,9 +1,9 @@
-// Package release runs the chart as a cluster runs it (internal/release):
-// every rendered object applied, hami-scheduler and hami-webhook started
-// as processes with their containers' arguments, mounted files and
-// ServiceAccount tokens, two replicas each with leader election as
-// shipped, on an API server that enforces RBAC and writes an audit log;
-// the node side is HAMi's (internal/simnode). TestMain builds both
+// Package release runs the chart as a cluster runs it (test/util/release):
+// every rendered object applied, hami-scheduler and hami-webhook started as
+// processes with their containers' arguments, mounted files and
+// ServiceAccount tokens, two replicas each with leader election as shipped,
+// on an API server that enforces RBAC and writes an audit log; the node
+// side is HAMi's (internal/localcluster/simnode). TestMain builds both
 // binaries from this tree.
 package release
 
@@ -16,8 +16,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hami-scheduler/hami-scheduler/hack/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
 	"k8s.io/component-base/version"
 )
 

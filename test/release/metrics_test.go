@@ -16,9 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/hami-scheduler/hami-scheduler/internal/manifestgen"
-	"github.com/hami-scheduler/hami-scheduler/internal/release"
+	"github.com/hami-scheduler/hami-scheduler/hack/manifestgen"
 	"github.com/hami-scheduler/hami-scheduler/plugins"
+	"github.com/hami-scheduler/hami-scheduler/test/util/release"
 )
 
 // hamiDashboardSeries are the scheduler's series that HAMi v2.10's Grafana

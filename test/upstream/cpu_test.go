@@ -27,7 +27,7 @@ import (
 // simulated node side and the tests.
 var schedulerCode = []string{"k8s.io/kubernetes/pkg/scheduler", "github.com/hami-scheduler/hami-scheduler/"}
 
-var notSchedulerCode = []string{"github.com/hami-scheduler/hami-scheduler/internal/simnode", "github.com/hami-scheduler/hami-scheduler/test/"}
+var notSchedulerCode = []string{"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode", "github.com/hami-scheduler/hami-scheduler/test/"}
 
 // profiledCase is what the CPU reading needs to know of one test case.
 type profiledCase struct {

@@ -21,7 +21,7 @@ import (
 	"github.com/hami-scheduler/hami-scheduler/devices/nvidia"
 	"github.com/hami-scheduler/hami-scheduler/internal/allocation"
 	"github.com/hami-scheduler/hami-scheduler/internal/clustervendors"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
 	"github.com/hami-scheduler/hami-scheduler/scheduler/profile"
 )
 

@@ -7,14 +7,12 @@
 package workload
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"strconv"
 	"testing"
 
 	"github.com/hami-scheduler/hami-scheduler/internal/localcluster"
-	"github.com/hami-scheduler/hami-scheduler/internal/simnode"
+	"github.com/hami-scheduler/hami-scheduler/internal/localcluster/simnode"
+	"github.com/hami-scheduler/hami-scheduler/test/util/suite"
 )
 
 // gates are the API server's and the scheduler's: the chart's
@@ -28,36 +26,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	verbosity, _ := strconv.Atoi(os.Getenv("E2E_VERBOSITY"))
-	return localcluster.RunLogged("hami-workload", max(verbosity, 2), "control plane and scheduler logs", func(logFile *os.File) int {
-		ctx := context.Background()
-		cp, err := localcluster.Start(localcluster.Options{Log: logFile, FeatureGates: gates})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "start control plane:", err)
-			return 1
-		}
-		controlPlane = cp
-		defer cp.Stop()
-		agent, err := simnode.NewAgent(cp.Config, simnode.Options{Workers: 8})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "node agent:", err)
-			return 1
-		}
-		if err := agent.Start(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, "start node agent:", err)
-			return 1
-		}
-		defer agent.Stop()
-		sched, err = localcluster.StartScheduler(ctx, cp.Config, localcluster.SchedulerOptions{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "start scheduler:", err)
-			return 1
-		}
-		defer sched.Stop()
-		return m.Run()
-	})
+	os.Exit(suite.Run(m, suite.Options{
+		Name:         "hami-workload",
+		What:         "control plane and scheduler logs",
+		ControlPlane: localcluster.Options{FeatureGates: gates},
+		Agent:        simnode.Options{Workers: 8},
+	}, suite.Vars{ControlPlane: &controlPlane, Scheduler: &sched}))
 }

@@ -35,7 +35,7 @@ profiles:
 `
 	if args != "" {
 		s += "  pluginConfig:\n  - name: HAMi\n    args:\n"
-		for _, line := range strings.Split(strings.TrimRight(args, "\n"), "\n") {
+		for line := range strings.SplitSeq(strings.TrimRight(args, "\n"), "\n") {
 			s += "      " + line + "\n"
 		}
 	}
