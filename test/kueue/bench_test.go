@@ -71,6 +71,8 @@ func trace() []traceJob {
 type jobTimes struct {
 	created, admitted, placed, running time.Time
 	pods                               int32
+	// sentBack: the check answered the job's workload Retry at least once.
+	sentBack bool
 }
 
 // BenchmarkKueueAdmission runs the trace against Kueue alone and against
@@ -97,8 +99,8 @@ func BenchmarkKueueAdmission(b *testing.B) {
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("\n%d nodes x 8 cards of 40 GiB, %d jobs at %.1f/s, each running %s once all its pods run (seed %d); load average %s\n",
 		*benchNodes, *benchJobs, *benchRate, *benchRun, *benchSeed, strings.TrimSpace(string(load)))
-	fmt.Println("| variant | admitted, not placed within 1 min | card-share-seconds held unplaced | creation to all Running: median | p99 | max | never Running |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| variant | admitted, not placed within 1 min | card-share-seconds held unplaced | creation to all Running: median | p99 | max | never Running | sent back by the check |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		fmt.Println(r)
 	}
@@ -128,10 +130,11 @@ func runVariant(b *testing.B, variant string, jobs []traceJob) string {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
-	watchJobs(e, stop, func(job string, admitted bool, placed, running int32, at time.Time) {
+	watchJobs(e, stop, func(job string, admitted, sentBack bool, placed, running int32, at time.Time) {
 		mu.Lock()
 		defer mu.Unlock()
 		jt := get(job)
+		jt.sentBack = jt.sentBack || sentBack
 		if admitted && jt.admitted.IsZero() {
 			jt.admitted = at
 		}
@@ -194,10 +197,13 @@ func runVariant(b *testing.B, variant string, jobs []traceJob) string {
 
 // summarize renders one variant's row.
 func summarize(variant string, times map[string]*jobTimes, end time.Time) string {
-	var late, never int
+	var late, never, sentBack int
 	var held float64
 	var toRunning []time.Duration
 	for _, jt := range times {
+		if jt.sentBack {
+			sentBack++
+		}
 		if !jt.admitted.IsZero() {
 			placed := jt.placed
 			if placed.IsZero() {
@@ -221,7 +227,7 @@ func summarize(variant string, times map[string]*jobTimes, end time.Time) string
 		}
 		return toRunning[min(len(toRunning)-1, int(p*float64(len(toRunning))))].Round(100 * time.Millisecond).String()
 	}
-	return fmt.Sprintf("| %s | %d | %.0f | %s | %s | %s | %d |", variant, late, held, pct(0.5), pct(0.99), pct(1), never)
+	return fmt.Sprintf("| %s | %d | %.0f | %s | %s | %s | %d | %d |", variant, late, held, pct(0.5), pct(0.99), pct(1), never, sentBack)
 }
 
 // benchJob creates one job of the trace.
@@ -241,7 +247,7 @@ func benchJob(e *env, j traceJob) error {
 // watchJobs reports, per job of the namespace, whether its workload is
 // admitted and how many of its pods are placed and running, at every
 // change.
-func watchJobs(e *env, stop <-chan struct{}, report func(job string, admitted bool, placed, running int32, at time.Time)) {
+func watchJobs(e *env, stop <-chan struct{}, report func(job string, admitted, sentBack bool, placed, running int32, at time.Time)) {
 	pods := informers.NewSharedInformerFactoryWithOptions(controlPlane.Client, 0, informers.WithNamespace(e.ns))
 	podInformer := pods.Core().V1().Pods().Informer()
 	count := func(obj any) {
@@ -266,7 +272,7 @@ func watchJobs(e *env, stop <-chan struct{}, report func(job string, admitted bo
 				running++
 			}
 		}
-		report(job, false, placed, running, time.Now())
+		report(job, false, false, placed, running, time.Now())
 	}
 	_, _ = podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: count, UpdateFunc: func(_, o any) { count(o) }})
 	wls := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.dyn, 0, e.ns, nil)
@@ -277,8 +283,8 @@ func watchJobs(e *env, stop <-chan struct{}, report func(job string, admitted bo
 			return
 		}
 		s := stateOf(u)
-		if s.owner != "" && s.admitted {
-			report(s.owner, true, 0, 0, time.Now())
+		if s.owner != "" && (s.admitted || s.sentBack()) {
+			report(s.owner, s.admitted, s.sentBack(), 0, 0, time.Now())
 		}
 	}
 	_, _ = wlInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onWL, UpdateFunc: func(_, o any) { onWL(o) }})
