@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,19 @@ var (
 	benchSeed     = flag.Uint64("kueue-bench-seed", 1, "seed of the trace")
 	benchLimit    = flag.Duration("kueue-bench-limit", 8*time.Minute, "how long after the last arrival a variant ends, every job run or not")
 	benchVariants = flag.String("kueue-bench-variants", "kueue,kueue+card-fit", "variants, in order: kueue (Kueue alone) and kueue+card-fit (with the check)")
+	benchMems     = flag.String("kueue-bench-mems", "16000,20000,24000,30000", "the trace's pod memory sizes in MiB, drawn evenly")
+	// Residents leave the cards fragmented before the trace arrives: each
+	// takes one card alone (60% of its cores) with 20,000 MiB, leaving
+	// 20,960 MiB and 40% on every card they hold.
+	benchResidents   = flag.Int("kueue-bench-residents", 0, "jobs of 8 pods of 20,000 MiB and 60% cores, one card each, running before the trace arrives")
+	benchResidentRun = flag.Duration("kueue-bench-resident-run", 3*time.Minute, "how long the residents run once the trace starts")
+)
+
+// Residents' pods: one per card (their cores keep a second off it).
+const (
+	residentPods   = 8
+	residentMemory = 20000
+	residentCores  = 60
 )
 
 // traceJob is one job of the trace: pods asking one card of memory MiB.
@@ -51,7 +65,14 @@ type traceJob struct {
 // 40 GiB card, the larger take one alone), a third with 30% of its cores.
 func trace() []traceJob {
 	r := rand.New(rand.NewPCG(*benchSeed, 0))
-	mems := []int64{16000, 20000, 24000, 30000}
+	var mems []int64
+	for _, m := range strings.Split(*benchMems, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(m), 10, 64)
+		if err != nil || v <= 0 {
+			panic(fmt.Sprintf("-kueue-bench-mems: %q is not a memory in MiB", m))
+		}
+		mems = append(mems, v)
+	}
 	out := make([]traceJob, *benchJobs)
 	for i := range out {
 		out[i] = traceJob{
@@ -71,6 +92,12 @@ func trace() []traceJob {
 type jobTimes struct {
 	created, admitted, placed, running time.Time
 	pods                               int32
+	// run is how long the job runs once all its pods run; resident jobs
+	// are not counted in the figures.
+	run      time.Duration
+	resident bool
+	// sentBack: the check answered the job's workload Retry at least once.
+	sentBack bool
 }
 
 // BenchmarkKueueAdmission runs the trace against Kueue alone and against
@@ -95,10 +122,14 @@ func BenchmarkKueueAdmission(b *testing.B) {
 		rows = append(rows, runVariant(b, variant, trace()))
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("\n%d nodes x 8 cards of 40 GiB, %d jobs at %.1f/s, each running %s once all its pods run (seed %d); load average %s\n",
-		*benchNodes, *benchJobs, *benchRate, *benchRun, *benchSeed, strings.TrimSpace(string(load)))
-	fmt.Println("| variant | admitted, not placed within 1 min | card-share-seconds held unplaced | creation to all Running: median | p99 | max | never Running |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Printf("\n%d nodes x 8 cards of 40 GiB, %d jobs at %.1f/s of pods of %s MiB, each running %s once all its pods run (seed %d)",
+		*benchNodes, *benchJobs, *benchRate, *benchMems, *benchRun, *benchSeed)
+	if *benchResidents > 0 {
+		fmt.Printf(", after %d resident jobs of %d pods of %d MiB and %d%% cores running %s from the trace's start", *benchResidents, residentPods, residentMemory, residentCores, *benchResidentRun)
+	}
+	fmt.Printf("; load average %s\n", strings.TrimSpace(string(load)))
+	fmt.Println("| variant | admitted, not placed within 1 min | card-share-seconds held unplaced | creation to all Running: median | p99 | max | never Running | sent back by the check |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
 	for _, r := range rows {
 		fmt.Println(r)
 	}
@@ -128,10 +159,11 @@ func runVariant(b *testing.B, variant string, jobs []traceJob) string {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
-	watchJobs(e, stop, func(job string, admitted bool, placed, running int32, at time.Time) {
+	watchJobs(e, stop, func(job string, admitted, sentBack bool, placed, running int32, at time.Time) {
 		mu.Lock()
 		defer mu.Unlock()
 		jt := get(job)
+		jt.sentBack = jt.sentBack || sentBack
 		if admitted && jt.admitted.IsZero() {
 			jt.admitted = at
 		}
@@ -142,15 +174,16 @@ func runVariant(b *testing.B, variant string, jobs []traceJob) string {
 			jt.running = at
 		}
 	})
+	total := len(jobs) + runResidents(b, e, &mu, get)
 	start := time.Now()
-	deletions := make(chan string, len(jobs))
+	deletions := make(chan string, total)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for _, j := range jobs {
 			time.Sleep(time.Until(start.Add(j.at)))
 			mu.Lock()
 			jt := get(j.name)
-			jt.created, jt.pods = time.Now(), j.pods
+			jt.created, jt.pods, jt.run = time.Now(), j.pods, *benchRun
 			mu.Unlock()
 			if err := benchJob(e, j); err != nil {
 				b.Error(err)
@@ -161,11 +194,15 @@ func runVariant(b *testing.B, variant string, jobs []traceJob) string {
 	// every job ran, or -kueue-bench-limit after the last arrival.
 	deadline := start.Add(jobs[len(jobs)-1].at + *benchLimit)
 	done := map[string]bool{}
-	for len(done) < len(jobs) && time.Now().Before(deadline) {
+	for len(done) < total && time.Now().Before(deadline) {
 		time.Sleep(500 * time.Millisecond)
 		mu.Lock()
 		for name, jt := range times {
-			if !done[name] && !jt.running.IsZero() && time.Since(jt.running) >= *benchRun {
+			since := jt.running
+			if jt.resident {
+				since = start
+			}
+			if !done[name] && !jt.running.IsZero() && time.Since(since) >= jt.run {
 				done[name] = true
 				deletions <- name
 			}
@@ -194,10 +231,16 @@ func runVariant(b *testing.B, variant string, jobs []traceJob) string {
 
 // summarize renders one variant's row.
 func summarize(variant string, times map[string]*jobTimes, end time.Time) string {
-	var late, never int
+	var late, never, sentBack int
 	var held float64
 	var toRunning []time.Duration
 	for _, jt := range times {
+		if jt.resident {
+			continue
+		}
+		if jt.sentBack {
+			sentBack++
+		}
 		if !jt.admitted.IsZero() {
 			placed := jt.placed
 			if placed.IsZero() {
@@ -221,7 +264,38 @@ func summarize(variant string, times map[string]*jobTimes, end time.Time) string
 		}
 		return toRunning[min(len(toRunning)-1, int(p*float64(len(toRunning))))].Round(100 * time.Millisecond).String()
 	}
-	return fmt.Sprintf("| %s | %d | %.0f | %s | %s | %s | %d |", variant, late, held, pct(0.5), pct(0.99), pct(1), never)
+	return fmt.Sprintf("| %s | %d | %.0f | %s | %s | %s | %d | %d |", variant, late, held, pct(0.5), pct(0.99), pct(1), never, sentBack)
+}
+
+// runResidents creates the resident jobs and waits until all their pods
+// run, so that the trace meets fragmented cards; it returns how many.
+func runResidents(b *testing.B, e *env, mu *sync.Mutex, get func(string) *jobTimes) int {
+	b.Helper()
+	n := *benchResidents
+	for i := range n {
+		j := traceJob{name: fmt.Sprintf("r%03d", i), pods: residentPods, memory: residentMemory, cores: residentCores}
+		mu.Lock()
+		jt := get(j.name)
+		jt.created, jt.pods, jt.run, jt.resident = time.Now(), j.pods, *benchResidentRun, true
+		mu.Unlock()
+		if err := benchJob(e, j); err != nil {
+			b.Fatal(err)
+		}
+	}
+	err := wait.PollUntilContextTimeout(e.ctx, time.Second, 10*time.Minute, true, func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range n {
+			if get(fmt.Sprintf("r%03d", i)).running.IsZero() {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Fatalf("%d resident jobs did not all run: %v", n, err)
+	}
+	return n
 }
 
 // benchJob creates one job of the trace.
@@ -241,7 +315,7 @@ func benchJob(e *env, j traceJob) error {
 // watchJobs reports, per job of the namespace, whether its workload is
 // admitted and how many of its pods are placed and running, at every
 // change.
-func watchJobs(e *env, stop <-chan struct{}, report func(job string, admitted bool, placed, running int32, at time.Time)) {
+func watchJobs(e *env, stop <-chan struct{}, report func(job string, admitted, sentBack bool, placed, running int32, at time.Time)) {
 	pods := informers.NewSharedInformerFactoryWithOptions(controlPlane.Client, 0, informers.WithNamespace(e.ns))
 	podInformer := pods.Core().V1().Pods().Informer()
 	count := func(obj any) {
@@ -266,7 +340,7 @@ func watchJobs(e *env, stop <-chan struct{}, report func(job string, admitted bo
 				running++
 			}
 		}
-		report(job, false, placed, running, time.Now())
+		report(job, false, false, placed, running, time.Now())
 	}
 	_, _ = podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: count, UpdateFunc: func(_, o any) { count(o) }})
 	wls := dynamicinformer.NewFilteredDynamicSharedInformerFactory(e.dyn, 0, e.ns, nil)
@@ -277,8 +351,8 @@ func watchJobs(e *env, stop <-chan struct{}, report func(job string, admitted bo
 			return
 		}
 		s := stateOf(u)
-		if s.owner != "" && s.admitted {
-			report(s.owner, true, 0, 0, time.Now())
+		if s.owner != "" && (s.admitted || s.sentBack()) {
+			report(s.owner, s.admitted, s.sentBack(), 0, 0, time.Now())
 		}
 	}
 	_, _ = wlInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: onWL, UpdateFunc: func(_, o any) { onWL(o) }})

@@ -255,6 +255,16 @@ type workloadState struct {
 	check    map[string]any // the card-fit check's state entry
 }
 
+// sentBack reports whether the check's state shows a Retry: the state
+// itself, or the retries Kueue counts once it has requeued the workload.
+func (s workloadState) sentBack() bool {
+	if s.check == nil {
+		return false
+	}
+	retries, _, _ := unstructured.NestedInt64(s.check, "retryCount")
+	return s.check["state"] == "Retry" || retries > 0
+}
+
 func stateOf(u *unstructured.Unstructured) workloadState {
 	s := workloadState{name: u.GetName()}
 	for _, o := range u.GetOwnerReferences() {
