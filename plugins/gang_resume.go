@@ -120,10 +120,14 @@ func (r *resumedHandOvers) resumable(pod *corev1.Pod, expiry time.Duration, now 
 // nodeMayExist reports whether the node informer has the node, or has not
 // listed every node yet.
 func (p *Plugin) nodeMayExist(name string) bool {
+	// Whether the informer had listed every node is read before the
+	// lister: read after a miss, it could turn true in between (the list
+	// landing meanwhile) and call a node that exists gone.
+	listed := p.handle.SharedInformerFactory().Core().V1().Nodes().Informer().HasSynced()
 	if _, err := p.nodes.Get(name); err == nil {
 		return true
 	}
-	return !p.handle.SharedInformerFactory().Core().V1().Nodes().Informer().HasSynced()
+	return !listed
 }
 
 // resumeHandOver keeps the cards of a gang member whose hand-over another
