@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
 	fwk "github.com/hami-scheduler/hami-scheduler/internal/fwcompat"
+	"github.com/hami-scheduler/hami-scheduler/internal/jsonpatch"
 )
 
 // PreBind runs in the asynchronous binding cycle: it writes every
@@ -197,11 +197,11 @@ func (p *Plugin) undoHandOver(ctx context.Context, pod *corev1.Pod, nodeName, bi
 // PreBind wrote (for nodeName, at bindTime), not one another replica wrote
 // since for the pod's next attempt.
 func (p *Plugin) failUnboundAssignment(ctx context.Context, pod *corev1.Pod, nodeName, bindTime string) error {
-	ops := []jsonPatchOp{
+	ops := []jsonpatch.Op{
 		{Op: "test", Path: "/metadata/uid", Value: pod.UID},
 		{Op: "test", Path: "/spec/nodeName", Value: nil},
-		{Op: "test", Path: "/metadata/annotations/" + jsonPointerEscaper.Replace(devices.AssignedNode), Value: nodeName},
-		{Op: "test", Path: "/metadata/annotations/" + jsonPointerEscaper.Replace(devices.BindTime), Value: bindTime},
+		{Op: "test", Path: jsonpatch.Annotation(devices.AssignedNode), Value: nodeName},
+		{Op: "test", Path: jsonpatch.Annotation(devices.BindTime), Value: bindTime},
 	}
 	// PreBind wrote annotations, so the map exists.
 	ops = appendMapOps(ops, "/metadata/annotations", true, map[string]string{devices.BindPhase: devices.BindPhaseFailed})
@@ -276,14 +276,6 @@ func (p *Plugin) assignmentPatch(pod *corev1.Pod, nodeName string, fit *nodeFit,
 	return podPatch(pod.UID, len(pod.Annotations) > 0, annotations, len(pod.Labels) > 0, map[string]string{devices.AssignedNode: nodeName})
 }
 
-// jsonPatchOp is one RFC 6902 operation. Value is always written: a test
-// against null checks that the path is absent.
-type jsonPatchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
 // podPatch is a JSON patch that sets annotations and labels on the pod with
 // the given UID, and on no other pod: it first tests metadata.uid, so the
 // API server refuses it (422) when the pod was deleted and another one took
@@ -295,7 +287,7 @@ type jsonPatchOp struct {
 // it adds each key. A copy that changed in between makes the patch fail,
 // and the pod is tried again.
 func podPatch(uid types.UID, haveAnnotations bool, annotations map[string]string, haveLabels bool, labels map[string]string) ([]byte, error) {
-	ops := []jsonPatchOp{{Op: "test", Path: "/metadata/uid", Value: uid}}
+	ops := []jsonpatch.Op{{Op: "test", Path: "/metadata/uid", Value: uid}}
 	ops = appendMapOps(ops, "/metadata/annotations", haveAnnotations, annotations)
 	ops = appendMapOps(ops, "/metadata/labels", haveLabels, labels)
 	data, err := json.Marshal(ops)
@@ -306,14 +298,14 @@ func podPatch(uid types.UID, haveAnnotations bool, annotations map[string]string
 }
 
 // appendMapOps appends the operations that set kv in the map at path.
-func appendMapOps(ops []jsonPatchOp, path string, exists bool, kv map[string]string) []jsonPatchOp {
+func appendMapOps(ops []jsonpatch.Op, path string, exists bool, kv map[string]string) []jsonpatch.Op {
 	if len(kv) == 0 {
 		return ops
 	}
 	if !exists {
 		return append(ops,
-			jsonPatchOp{Op: "test", Path: path, Value: nil},
-			jsonPatchOp{Op: "add", Path: path, Value: kv})
+			jsonpatch.Op{Op: "test", Path: path, Value: nil},
+			jsonpatch.Op{Op: "add", Path: path, Value: kv})
 	}
 	keys := make([]string, 0, len(kv))
 	for k := range kv {
@@ -321,10 +313,7 @@ func appendMapOps(ops []jsonPatchOp, path string, exists bool, kv map[string]str
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		ops = append(ops, jsonPatchOp{Op: "add", Path: path + "/" + jsonPointerEscaper.Replace(k), Value: kv[k]})
+		ops = append(ops, jsonpatch.Op{Op: "add", Path: path + "/" + jsonpatch.Token(k), Value: kv[k]})
 	}
 	return ops
 }
-
-// jsonPointerEscaper escapes a map key as an RFC 6901 reference token.
-var jsonPointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

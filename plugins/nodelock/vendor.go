@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/hami-scheduler/hami-scheduler/devices"
+	"github.com/hami-scheduler/hami-scheduler/internal/jsonpatch"
 )
 
 // Vendor node locks. A vendor whose devices.NodeLocker names a key other
@@ -43,17 +43,6 @@ var ErrVendorBusy = errors.New("node lock held")
 // VendorLock is a vendor lock taken for a pod: its key and the value
 // written, so that a release deletes only its own.
 type VendorLock struct{ Key, Value string }
-
-// patchOp is one RFC 6902 operation; Value is always written (a test
-// against null checks that the path is absent).
-type patchOp struct {
-	Op    string `json:"op"`
-	Path  string `json:"path"`
-	Value any    `json:"value"`
-}
-
-// pointerEscaper escapes an annotation key for a JSON pointer.
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 // VendorKeys returns the vendor lock keys the pod must take: those of the
 // vendors with a lock of their own that a regular (not init) container
@@ -105,17 +94,17 @@ func (l *Locker) TakeVendor(ctx context.Context, nodeName, key string, now time.
 		return "", err
 	}
 	value := now.Format(time.RFC3339)
-	path := "/metadata/annotations/" + pointerEscaper.Replace(key)
-	var ops []patchOp
+	path := jsonpatch.Annotation(key)
+	var ops []jsonpatch.Op
 	old, held := node.Annotations[key]
 	switch {
 	case node.Annotations == nil:
-		ops = []patchOp{
+		ops = []jsonpatch.Op{
 			{Op: "test", Path: "/metadata/annotations", Value: nil},
 			{Op: "add", Path: "/metadata/annotations", Value: map[string]string{key: value}},
 		}
 	case !held:
-		ops = []patchOp{{Op: "test", Path: path, Value: nil}, {Op: "add", Path: path, Value: value}}
+		ops = []jsonpatch.Op{{Op: "test", Path: path, Value: nil}, {Op: "add", Path: path, Value: value}}
 	default:
 		// A value that is not an RFC3339 time was written by neither HAMi
 		// nor this plugin: it is replaced (HAMi fails every bind on the
@@ -124,7 +113,7 @@ func (l *Locker) TakeVendor(ctx context.Context, nodeName, key string, now time.
 			return "", fmt.Errorf("%w: taken at %s for another pod being bound (it is released by the device plugin, or replaced once %v old)", ErrVendorBusy, old, vendorLockExpiry)
 		}
 		klog.FromContext(ctx).V(2).Info("Replacing an expired or unreadable vendor node lock", "node", nodeName, "lock", key, "value", old)
-		ops = []patchOp{{Op: "test", Path: path, Value: old}, {Op: "replace", Path: path, Value: value}}
+		ops = []jsonpatch.Op{{Op: "test", Path: path, Value: old}, {Op: "replace", Path: path, Value: value}}
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
@@ -150,8 +139,8 @@ func (l *Locker) ReleaseVendor(ctx context.Context, pod *corev1.Pod, node string
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	for _, lock := range locks {
-		path := "/metadata/annotations/" + pointerEscaper.Replace(lock.Key)
-		patch, err := json.Marshal([]patchOp{{Op: "test", Path: path, Value: lock.Value}, {Op: "remove", Path: path}})
+		path := jsonpatch.Annotation(lock.Key)
+		patch, err := json.Marshal([]jsonpatch.Op{{Op: "test", Path: path, Value: lock.Value}, {Op: "remove", Path: path}})
 		if err == nil {
 			_, err = l.client.CoreV1().Nodes().Patch(ctx, node, types.JSONPatchType, patch, metav1.PatchOptions{})
 		}
