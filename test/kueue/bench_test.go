@@ -61,18 +61,11 @@ type traceJob struct {
 }
 
 // trace is the same mixed fractional jobs for every variant: 1 to 8 pods,
-// each asking one card of 16,000 to 30,000 MiB (two of the smaller share a
-// 40 GiB card, the larger take one alone), a third with 30% of its cores.
-func trace() []traceJob {
+// each asking one card of one of mems (by default 16,000 to 30,000 MiB:
+// two of the smaller share a 40 GiB card, the larger take one alone), a
+// third with 30% of its cores.
+func trace(mems []int64) []traceJob {
 	r := rand.New(rand.NewPCG(*benchSeed, 0))
-	var mems []int64
-	for _, m := range strings.Split(*benchMems, ",") {
-		v, err := strconv.ParseInt(strings.TrimSpace(m), 10, 64)
-		if err != nil || v <= 0 {
-			panic(fmt.Sprintf("-kueue-bench-mems: %q is not a memory in MiB", m))
-		}
-		mems = append(mems, v)
-	}
 	out := make([]traceJob, *benchJobs)
 	for i := range out {
 		out[i] = traceJob{
@@ -86,6 +79,19 @@ func trace() []traceJob {
 		}
 	}
 	return out
+}
+
+// traceMems reads -kueue-bench-mems.
+func traceMems() ([]int64, error) {
+	var mems []int64
+	for _, m := range strings.Split(*benchMems, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(m), 10, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("-kueue-bench-mems: %q is not a memory in MiB", m)
+		}
+		mems = append(mems, v)
+	}
+	return mems, nil
 }
 
 // jobTimes is what the benchmark saw of one job.
@@ -117,9 +123,13 @@ func BenchmarkKueueAdmission(b *testing.B) {
 	if sched, err = localcluster.StartScheduler(context.Background(), controlPlane.Config, localcluster.SchedulerOptions{CardFit: &cardfit.Options{}}); err != nil {
 		b.Fatal(err)
 	}
+	mems, err := traceMems()
+	if err != nil {
+		b.Fatal(err)
+	}
 	var rows []string
 	for _, variant := range strings.Split(*benchVariants, ",") {
-		rows = append(rows, runVariant(b, variant, trace()))
+		rows = append(rows, runVariant(b, variant, trace(mems)))
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("\n%d nodes x 8 cards of 40 GiB, %d jobs at %.1f/s of pods of %s MiB, each running %s once all its pods run (seed %d)",
